@@ -1,0 +1,47 @@
+"""`warc_files[snapshot]`: the partition's input files with sizes, sha256 and ETags."""
+
+
+from dagster import AssetExecutionContext, DataVersion, MaterializeResult, MetadataValue, asset
+
+from curation.config import stable_hash
+from curation.inputs import describe, input_files_table, list_locations
+from curation.partition import Manifest, PartitionLayout
+from partitions import snapshot_partitions
+from resources import PipelineResource, StorageResource
+
+ASSET = "warc_files"
+
+
+@asset(
+    partitions_def=snapshot_partitions,
+    group_name="ingest",
+    code_version="warc_files-1",
+    description="The selected input files of a snapshot or curated source, with sizes, sha256 "
+    "and ETags (S3).",
+)
+def warc_files(
+    context: AssetExecutionContext, pipeline: PipelineResource, storage: StorageResource
+) -> MaterializeResult:
+    config = pipeline.load()
+    partition = context.partition_key
+    locations = list_locations(config, partition, storage.reader)
+    files = [describe(location, storage.reader) for location in locations]
+    layout = PartitionLayout(storage.store, ASSET, partition)
+    version = stable_hash({"entry": config.partition_entry(partition).model_dump(mode="json"),
+                           "files": [file.__dict__ for file in files]})
+    layout.prepare(version)
+    part = layout.write_part(0, input_files_table(files))
+    manifest = Manifest(ASSET, partition, version, [part])
+    layout.write_manifest(manifest)
+    total = sum(file.size for file in files)
+    listing = "\n".join(f"| {f.location} | {f.size} | {f.sha256[:16]} |" for f in files[:50])
+    return MaterializeResult(
+        metadata={
+            "files": MetadataValue.int(len(files)),
+            "total_bytes": MetadataValue.int(total),
+            "listing": MetadataValue.md("| file | bytes | sha256 |\n| --- | ---: | --- |\n"
+                                        + listing),
+            "path": MetadataValue.path(storage.store.uri(layout.prefix)),
+        },
+        data_version=DataVersion(manifest.data_version),
+    )

@@ -1,0 +1,227 @@
+"""The project CLI: what the Dagster CLI and UI do not cover."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from curation.config import ConfigError, dataset_version, load_pipeline, load_recipe
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_HOME = PROJECT_ROOT / ".dagster_home"
+
+app = typer.Typer(help="LLM pretraining-data platform: run, register, inspect.",
+                  no_args_is_help=True, add_completion=False)
+sample_app = typer.Typer(help="The built-in sample: generate it, run the main job on it.",
+                         no_args_is_help=True)
+snapshots_app = typer.Typer(help="The snapshot partition set (snapshots and source:NAME keys).",
+                            no_args_is_help=True)
+config_app = typer.Typer(help="pipeline.yaml and recipes.", no_args_is_help=True)
+app.add_typer(sample_app, name="sample")
+app.add_typer(snapshots_app, name="snapshots")
+app.add_typer(config_app, name="config")
+
+PipelineOption = Annotated[Path, typer.Option(help="The deployment's pipeline.yaml")]
+
+
+def dagster_home() -> Path:
+    """The Dagster instance folder: $DAGSTER_HOME, else `.dagster_home` with the repo's
+    `dagster.yaml` in it (so the CLI, `dagster dev` and the UI share one instance)."""
+    home = Path(os.environ.get("DAGSTER_HOME") or DEFAULT_HOME).resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    settings = home / "dagster.yaml"
+    if not settings.exists() and (PROJECT_ROOT / "dagster.yaml").exists():
+        shutil.copyfile(PROJECT_ROOT / "dagster.yaml", settings)
+    os.environ["DAGSTER_HOME"] = str(home)
+    return home
+
+
+def _instance():
+    from dagster import DagsterInstance
+
+    dagster_home()
+    return DagsterInstance.get()
+
+
+def _load_pipeline_or_exit(path: Path):
+    try:
+        return load_pipeline(path)
+    except ConfigError as error:
+        typer.secho(str(error), fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+
+
+# --- config ----------------------------------------------------------------------------------
+
+
+@config_app.command("validate")
+def config_validate(
+    pipeline: PipelineOption = Path("pipeline.yaml"),
+    recipe: Annotated[list[Path] | None, typer.Option(help="Recipe files to check")] = None,
+) -> None:
+    """Validate pipeline.yaml and recipes; print partitions and each recipe's config version."""
+    config = _load_pipeline_or_exit(pipeline)
+    typer.echo(f"{pipeline}: valid; partitions: {', '.join(config.partition_keys())}")
+    for path in recipe or []:
+        try:
+            loaded = load_recipe(path, config)
+        except ConfigError as error:
+            typer.secho(str(error), fg=typer.colors.RED, err=True)
+            raise typer.Exit(2) from None
+        version = dataset_version(loaded, config, takedown_version="none",
+                                  input_data_versions={}, code_versions={})
+        typer.echo(f"{path}: valid; recipe {loaded.name}, configuration hash {version}")
+
+
+# --- partitions ------------------------------------------------------------------------------
+
+
+def register(pipeline: Path) -> list[str]:
+    """Adds the pipeline's partitions to the instance; returns the ones that were new."""
+    from partitions import SNAPSHOT_PARTITIONS_NAME
+
+    config = _load_pipeline_or_exit(pipeline)
+    instance = _instance()
+    known = set(instance.get_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME))
+    missing = [key for key in config.partition_keys() if key not in known]
+    if missing:
+        instance.add_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME, missing)
+    return missing
+
+
+@snapshots_app.command("register")
+def snapshots_register(pipeline: PipelineOption = Path("pipeline.yaml")) -> None:
+    """Register every snapshot and source of pipeline.yaml as a partition."""
+    added = register(pipeline)
+    typer.echo(f"registered: {', '.join(added)}" if added else "nothing new to register")
+
+
+@snapshots_app.command("list")
+def snapshots_list() -> None:
+    """List the registered partitions."""
+    from partitions import SNAPSHOT_PARTITIONS_NAME
+
+    for key in _instance().get_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME):
+        typer.echo(key)
+
+
+# --- running ---------------------------------------------------------------------------------
+
+
+def materialize_partitions(partitions: list[str], workers: int, root: str,
+                           pipeline: Path) -> list[dict]:
+    """Runs the per-snapshot job for each partition on the instance; returns summary rows."""
+    from corpus_assets.definitions import defs
+
+    instance = _instance()
+    job = defs.resolve_job_def("per_snapshot")
+    run_config = {"resources": {"compute": {"config": {"workers": workers}},
+                                "storage": {"config": {"root": root}},
+                                "pipeline": {"config": {"path": str(pipeline)}}},
+                  "loggers": {"console": {"config": {"log_level": "INFO"}}}}
+    rows: list[dict] = []
+    for partition in partitions:
+        started = time.perf_counter()
+        result = job.execute_in_process(partition_key=partition, instance=instance,
+                                        run_config=run_config, raise_on_error=False)
+        rows.extend(_summary_rows(result, partition))
+        checks = result.get_asset_check_evaluations()
+        failed = [c.check_name for c in checks if not c.passed]
+        status = "ok" if result.success and not failed else f"FAILED {failed or ''}"
+        typer.echo(f"{partition}: run {result.run_id[:8]} {status} "
+                   f"in {time.perf_counter() - started:.1f} s")
+        if not result.success:
+            raise typer.Exit(1)
+    return rows
+
+
+def _summary_rows(result, partition: str) -> list[dict]:
+    rows = []
+    for event in result.get_asset_materialization_events():
+        materialization = event.event_specific_data.materialization
+        meta = {key: value.value for key, value in materialization.metadata.items()}
+        stage = materialization.asset_key.to_user_string()
+        rows.append({
+            "stage": stage, "partition": partition,
+            "in": meta.get("candidates", meta.get("files")),
+            "out": meta.get("rows_out", meta.get("files")),
+            "survival": meta.get("survival_rate"),
+            "seconds": meta.get("wall_seconds"),
+        })
+    return rows
+
+
+def print_summary(rows: list[dict]) -> None:
+    typer.echo(f"\n{'stage':<14}{'partition':<20}{'in':>8}{'out':>8}{'survival':>10}{'s':>8}")
+    for row in rows:
+        survival = "" if row["survival"] is None else f"{row['survival']:.1%}"
+        seconds = "" if row["seconds"] is None else f"{row['seconds']:.1f}"
+        typer.echo(f"{row['stage']:<14}{row['partition']:<20}{row['in'] or 0:>8}"
+                   f"{row['out'] or 0:>8}{survival:>10}{seconds:>8}")
+
+
+@app.command("backfill")
+def backfill(
+    partition: Annotated[list[str] | None, typer.Option(help="Partitions (default: all)")] = None,
+    workers: Annotated[int, typer.Option(help="Worker processes per partition")] = 2,
+    root: Annotated[str, typer.Option(help="Storage root: folder or s3://bucket/prefix")] = "data",
+    pipeline: PipelineOption = Path("pipeline.yaml"),
+) -> None:
+    """Register and materialize every per-snapshot asset for the given partitions."""
+    register(pipeline)
+    config = _load_pipeline_or_exit(pipeline)
+    print_summary(materialize_partitions(partition or config.partition_keys(), workers, root,
+                                         pipeline))
+
+
+@sample_app.command("generate")
+def sample_generate(
+    out: Annotated[Path, typer.Option(help="Where to write the sample")] = Path("data/sample"),
+    seed: int = 1234,
+) -> None:
+    """Write the built-in sample (WARC files, a curated source, an eval file, lists)."""
+    from curation.sample.generate import generate_sample
+
+    layout = generate_sample(out, seed=seed)
+    typer.echo(f"sample: {layout.page_count} pages under {layout.root}")
+
+
+@sample_app.command("run")
+def sample_run(
+    workers: Annotated[int, typer.Option(help="Worker processes per partition")] = 2,
+    root: Annotated[str, typer.Option(help="Storage root")] = "data",
+) -> None:
+    """The main job on the built-in sample: generate, register, materialize, summarise."""
+    os.chdir(PROJECT_ROOT)
+    sample_generate(Path("data/sample"), 1234)
+    pipeline = Path("pipeline.yaml")
+    added = register(pipeline)
+    typer.echo(f"registered partitions: {', '.join(added) or 'already registered'}")
+    config = _load_pipeline_or_exit(pipeline)
+    rows = materialize_partitions(config.partition_keys(), workers, root, pipeline)
+    print_summary(rows)
+    typer.echo(
+        f"\nOpen the UI:  DAGSTER_HOME={dagster_home()} .venv/bin/dagster dev -w workspace.yaml"
+        "\n              (or: .venv/bin/corpus ui), then browse http://127.0.0.1:3000"
+    )
+
+
+@app.command("ui")
+def ui(port: int = 3000, host: str = "127.0.0.1") -> None:
+    """Start the Dagster UI and daemon on this project's instance."""
+    os.chdir(PROJECT_ROOT)
+    dagster_home()
+    dagster = Path(sys.executable).parent / "dagster"
+    raise typer.Exit(subprocess.call([str(dagster), "dev", "-w", "workspace.yaml", "-h", host,
+                                      "-p", str(port)]))
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,133 @@
+"""The `warc_files` stage: which input files a partition reads, with sizes, sha256 and ETags.
+
+A snapshot maps to its WARC files in one of three ways: a local folder or glob, an S3 prefix, or a
+Common Crawl `warc.paths.gz` listing (local, s3:// or https://) with a sample size. A curated
+source maps to the files of its folder or glob.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import hashlib
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from curation.config import (
+    ListingWarcInput,
+    LocalWarcInput,
+    PipelineConfig,
+    S3WarcInput,
+    SnapshotConfig,
+    SourceConfig,
+)
+from curation.schema import WARC_FILES_SCHEMA
+from curation.storage import InputReader, list_s3_objects, split_s3_uri
+
+WARC_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz")
+SOURCE_SUFFIXES = {"jsonl": (".jsonl", ".json", ".jsonl.gz"), "parquet": (".parquet",),
+                   "text": (".txt", ".md")}
+_HASH_CHUNK = 1 << 22
+
+
+@dataclass(frozen=True)
+class InputFile:
+    location: str
+    size: int
+    sha256: str
+    etag: str | None = None
+
+
+class InputListingError(ValueError):
+    """A partition's inputs cannot be listed (missing folder, empty prefix, bad listing)."""
+
+
+def _local_files(pattern: str, suffixes: tuple[str, ...]) -> list[str]:
+    path = Path(pattern)
+    if path.is_dir():
+        found = [str(p) for p in path.rglob("*") if p.is_file() and p.name.endswith(suffixes)]
+    else:
+        found = [p for p in glob.glob(pattern, recursive=True) if Path(p).is_file()]
+    return sorted(found)
+
+
+def _sample(lines: list[str], listing: ListingWarcInput) -> list[str]:
+    if listing.sample is None:
+        return lines
+    count = min(listing.sample.files, len(lines))
+    if listing.sample.method == "first":
+        return lines[:count]
+    chosen = random.Random(listing.sample.seed).sample(range(len(lines)), count)
+    return [lines[index] for index in sorted(chosen)]
+
+
+def _listing_locations(listing: ListingWarcInput, pipeline: PipelineConfig,
+                       reader: InputReader) -> list[str]:
+    raw = reader.read_bytes(pipeline.resolve(listing.listing))
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    lines = [line.strip() for line in raw.decode().splitlines() if line.strip()]
+    if not lines:
+        raise InputListingError(f"listing {listing.listing} names no files")
+    base = listing.base if "://" in listing.base else pipeline.resolve(listing.base)
+    separator = "" if base.endswith("/") else "/"
+    return [f"{base}{separator}{line}" for line in _sample(lines, listing)]
+
+
+def list_locations(pipeline: PipelineConfig, partition: str, reader: InputReader) -> list[str]:
+    """Every input location of a partition, in a stable order."""
+    entry = pipeline.partition_entry(partition)
+    if isinstance(entry, SourceConfig):
+        found = _local_or_s3(pipeline.resolve(entry.path), SOURCE_SUFFIXES[entry.format], reader)
+    else:
+        found = _snapshot_locations(entry, pipeline, reader)
+    if not found:
+        raise InputListingError(f"{partition}: no input files found")
+    return found
+
+
+def _snapshot_locations(entry: SnapshotConfig, pipeline: PipelineConfig,
+                        reader: InputReader) -> list[str]:
+    spec = entry.warc
+    if isinstance(spec, LocalWarcInput):
+        return _local_or_s3(pipeline.resolve(spec.path), WARC_SUFFIXES, reader)
+    if isinstance(spec, S3WarcInput):
+        return _local_or_s3(spec.s3_prefix, WARC_SUFFIXES, reader)
+    return _listing_locations(spec, pipeline, reader)
+
+
+def _local_or_s3(location: str, suffixes: tuple[str, ...], reader: InputReader) -> list[str]:
+    if not location.startswith("s3://"):
+        return _local_files(location, suffixes)
+    bucket, prefix = split_s3_uri(location)
+    client = reader.s3_client()
+    return sorted(f"s3://{bucket}/{entry['key']}" for entry in list_s3_objects(client, bucket,
+                                                                               prefix)
+                  if entry["key"].endswith(suffixes))
+
+
+def describe(location: str, reader: InputReader) -> InputFile:
+    """Size, sha256 and (on S3) ETag of one input, read as a stream."""
+    digest = hashlib.sha256()
+    if location.startswith("s3://"):
+        bucket, key = split_s3_uri(location)
+        answer = reader.s3_client().get_object(Bucket=bucket, Key=key)
+        size = 0
+        for chunk in answer["Body"].iter_chunks(_HASH_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+        return InputFile(location, size, digest.hexdigest(), answer["ETag"].strip('"'))
+    if "://" in location:
+        data = reader.read_bytes(location)
+        return InputFile(location, len(data), hashlib.sha256(data).hexdigest())
+    with open(location, "rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return InputFile(location, Path(location).stat().st_size, digest.hexdigest())
+
+
+def input_files_table(files: list[InputFile]) -> pa.Table:
+    return pa.Table.from_pylist([file.__dict__ for file in files], WARC_FILES_SCHEMA)

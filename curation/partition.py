@@ -1,0 +1,134 @@
+"""The per-asset, per-partition output layout and its completion rules (architecture.md).
+
+`{root}/{asset}/{partition}/part-NNNNN.parquet`, task markers under `_tasks/`, and `_manifest.json`
+written last: a partition is complete only when its manifest exists. Task markers make a killed
+run resumable: a task whose marker carries the current version is not redone. A partition written
+under another version is cleared before new work starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from curation.storage import Store, parquet_bytes, read_parquet
+
+
+def _quote(partition: str) -> str:
+    # `source:NAME` keys stay readable; ':' is legal in S3 keys and POSIX file names.
+    return partition.replace("/", "_")
+
+
+@dataclass(frozen=True)
+class PartFile:
+    key: str
+    rows: int
+    bytes: int
+    sha256: str
+
+
+@dataclass
+class Manifest:
+    asset: str
+    partition: str
+    version: str
+    parts: list[PartFile]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> int:
+        return sum(part.rows for part in self.parts)
+
+    @property
+    def data_version(self) -> str:
+        """Content hash of the partition: the hashes of its parts, in order."""
+        digest = hashlib.sha256()
+        for part in self.parts:
+            digest.update(part.sha256.encode())
+        return digest.hexdigest()[:16]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Manifest:
+        raw = json.loads(text)
+        raw["parts"] = [PartFile(**part) for part in raw["parts"]]
+        return cls(**raw)
+
+
+@dataclass(frozen=True)
+class PartitionLayout:
+    """Keys of one asset partition in a store."""
+
+    store: Store
+    asset: str
+    partition: str
+
+    @property
+    def prefix(self) -> str:
+        return f"{self.asset}/{_quote(self.partition)}"
+
+    @property
+    def manifest_key(self) -> str:
+        return f"{self.prefix}/_manifest.json"
+
+    def part_key(self, index: int) -> str:
+        return f"{self.prefix}/part-{index:05d}.parquet"
+
+    def marker_key(self, index: int) -> str:
+        return f"{self.prefix}/_tasks/task-{index:05d}.json"
+
+    def write_part(self, index: int, table: pa.Table) -> PartFile:
+        data = parquet_bytes(table)
+        key = self.part_key(index)
+        self.store.write_bytes(key, data)
+        return PartFile(key, table.num_rows, len(data), hashlib.sha256(data).hexdigest())
+
+    def write_marker(self, index: int, payload: dict[str, Any]) -> None:
+        self.store.write_bytes(self.marker_key(index), json.dumps(payload, sort_keys=True).encode())
+
+    def read_marker(self, index: int) -> dict[str, Any] | None:
+        key = self.marker_key(index)
+        if not self.store.exists(key):
+            return None
+        return json.loads(self.store.read_bytes(key))
+
+    def prepare(self, version: str) -> None:
+        """Clears the partition when anything in it was written under another version."""
+        keys = self.store.list(self.prefix)
+        markers = [key for key in keys if "/_tasks/" in key]
+        stale = any(json.loads(self.store.read_bytes(key)).get("version") != version
+                    for key in markers)
+        manifest = self.read_manifest()
+        if stale or (manifest is not None and manifest.version != version):
+            self.store.delete_prefix(self.prefix)
+        elif manifest is not None:
+            # Complete under this version: drop the manifest so the partition reads as
+            # incomplete until this run writes a new one last.
+            self.store.delete(self.manifest_key)
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        self.store.write_bytes(self.manifest_key, manifest.to_json().encode())
+
+    def read_manifest(self) -> Manifest | None:
+        if not self.store.exists(self.manifest_key):
+            return None
+        return Manifest.from_json(self.store.read_bytes(self.manifest_key).decode())
+
+    def is_complete(self) -> bool:
+        return self.store.exists(self.manifest_key)
+
+    def read_table(self, columns: list[str] | None = None) -> pa.Table:
+        manifest = self.read_manifest()
+        if manifest is None:
+            raise FileNotFoundError(
+                f"{self.asset}[{self.partition}] is not complete: no {self.manifest_key}"
+            )
+        tables = [read_parquet(self.store, part.key) for part in manifest.parts]
+        table = pa.concat_tables(tables) if tables else pa.table({})
+        return table.select(columns) if columns else table

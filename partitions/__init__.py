@@ -1,0 +1,17 @@
+"""Partition sets, defined once and imported wherever needed.
+
+`snapshot` holds Common Crawl snapshot ids and curated sources (`source:NAME`); its keys are
+registered from `pipeline.yaml` (`corpus snapshots register`, or the `register_partitions` sensor).
+"""
+
+import warnings
+
+from dagster import DynamicPartitionsDefinition, PreviewWarning
+
+# Partitioned asset checks (one result per snapshot) are a Dagster preview feature; the gates
+# depend on them, so the warning is acknowledged once here rather than printed on every load.
+warnings.filterwarnings("ignore", category=PreviewWarning, message=".*partitions_def.*")
+
+SNAPSHOT_PARTITIONS_NAME = "snapshot"
+
+snapshot_partitions = DynamicPartitionsDefinition(name=SNAPSHOT_PARTITIONS_NAME)

@@ -1,0 +1,73 @@
+"""Resources: configuration loading, storage and compute. Run configuration, never hashed.
+
+The embedded default is a local folder (`./data`); an `s3://bucket/prefix` root switches every
+asset to S3 through dagster-aws's `S3Resource`, set in run configuration, not at import time.
+"""
+
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from dagster import ConfigurableResource
+from dagster_aws.s3 import S3Resource
+from pydantic import Field, PrivateAttr
+
+from curation.config import PipelineConfig, load_pipeline
+from curation.storage import InputReader, Store, open_store
+
+
+class PipelineResource(ConfigurableResource):
+    """The deployment's `pipeline.yaml`, validated when a run first uses it."""
+
+    path: str = Field(default="pipeline.yaml", description="Path to pipeline.yaml")
+    _config: PipelineConfig | None = PrivateAttr(default=None)
+
+    def load(self) -> PipelineConfig:
+        if self._config is None:
+            self._config = load_pipeline(self.path)
+        return self._config
+
+
+@dataclass(frozen=True)
+class S3ClientFactory:
+    """Makes a boto3 client through dagster-aws's `S3Resource` from its plain settings; unlike
+    the resource inside a run, it pickles, so worker processes make their own clients."""
+
+    settings: tuple[tuple[str, Any], ...]
+
+    def __call__(self) -> Any:
+        return S3Resource(**dict(self.settings)).get_client()
+
+
+class StorageResource(ConfigurableResource):
+    """The storage root: a local folder or `s3://bucket/prefix`; S3 through dagster-aws."""
+
+    root: str = Field(default="data", description="Local folder or s3://bucket/prefix")
+    s3: S3Resource
+
+    def _client_factory(self) -> "S3ClientFactory":
+        settings = {name: getattr(self.s3, name) for name in S3Resource.model_fields}
+        return S3ClientFactory(tuple((k, v) for k, v in settings.items() if v is not None))
+
+    @cached_property
+    def store(self) -> Store:
+        return open_store(self.root, self._client_factory())
+
+    @cached_property
+    def reader(self) -> InputReader:
+        return InputReader(self._client_factory())
+
+
+class ComputeResource(ConfigurableResource):
+    """Where the per-document work of a partition runs."""
+
+    workers: int = Field(default=2, ge=0, description="Worker processes (0: in the run process)")
+
+
+def default_resources() -> dict[str, ConfigurableResource]:
+    return {
+        "pipeline": PipelineResource(),
+        "storage": StorageResource(s3=S3Resource()),
+        "compute": ComputeResource(),
+    }

@@ -1,0 +1,69 @@
+"""Shared fixtures: the real data under ../shared/data and the built-in sample, materialized
+once per session on a real Dagster instance."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def require_shared_data() -> Path:
+    """../shared/data, or a skip with the reason; in CI (CI=true) its absence is a failure."""
+    if SHARED_DATA.is_dir():
+        return SHARED_DATA
+    if os.environ.get("CI"):
+        pytest.fail(f"{SHARED_DATA} is missing; CI must have ../shared/data beside the repo")
+    pytest.skip(f"{SHARED_DATA} is not present on this machine")
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    return require_shared_data()
+
+
+@dataclass
+class SampleRun:
+    base: Path
+    root: Path
+    pipeline_path: Path
+    instance: object
+    results: dict
+
+
+@pytest.fixture(scope="session")
+def sample_run(tmp_path_factory: pytest.TempPathFactory):
+    """The README's main job on the built-in sample: generated, registered and materialized
+    through the real `per_snapshot` job on a test instance, once for the whole session."""
+    from dagster import instance_for_test
+
+    from corpus_assets.definitions import defs
+    from curation.config import load_pipeline
+    from curation.sample.generate import generate_sample
+    from partitions import SNAPSHOT_PARTITIONS_NAME
+
+    base = tmp_path_factory.mktemp("sample-run")
+    shutil.copyfile(REPO / "pipeline.yaml", base / "pipeline.yaml")
+    generate_sample(base / "data" / "sample")
+    pipeline = load_pipeline(base / "pipeline.yaml")
+    (base / "home").mkdir()
+    with instance_for_test(temp_dir=str(base / "home")) as instance:
+        instance.add_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME, pipeline.partition_keys())
+        job = defs.resolve_job_def("per_snapshot")
+        run_config = {"resources": {
+            "pipeline": {"config": {"path": str(base / "pipeline.yaml")}},
+            "storage": {"config": {"root": str(base / "data")}},
+            "compute": {"config": {"workers": 2}},
+        }}
+        results = {
+            key: job.execute_in_process(partition_key=key, instance=instance,
+                                        run_config=run_config, raise_on_error=False)
+            for key in pipeline.partition_keys()
+        }
+        yield SampleRun(base, base / "data", base / "pipeline.yaml", instance, results)

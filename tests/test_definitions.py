@@ -1,0 +1,55 @@
+"""The code location loads, with the asset graph, checks, job and sensor it promises."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from dagster import AssetKey, DagsterInstance, build_sensor_context, instance_for_test
+
+from corpus_assets.definitions import defs
+from corpus_assets.sensors import register_partitions
+from partitions import SNAPSHOT_PARTITIONS_NAME
+from resources import PipelineResource
+from tests.conftest import REPO
+
+
+def test_definitions_load_with_the_asset_graph() -> None:
+    graph = defs.resolve_asset_graph()
+    keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
+    assert {"warc_files", "documents"} <= keys
+    assert graph.get(AssetKey("documents")).parent_keys == {AssetKey("warc_files")}
+    for key in keys:
+        assert graph.get(AssetKey(key)).partitions_def.name == SNAPSHOT_PARTITIONS_NAME
+    checks = {check.name for check in graph.asset_check_keys}
+    assert {"documents_contract", "documents_survival", "warc_files_listed"} <= checks
+    assert defs.resolve_job_def("per_snapshot") is not None
+
+
+def test_dagster_cli_lists_the_assets(tmp_path: Path) -> None:
+    # `dagster asset list` takes the module (it has no -w option).
+    dagster = Path(sys.executable).parent / "dagster"
+    result = subprocess.run([str(dagster), "asset", "list", "-m", "corpus_assets.definitions"],
+                            cwd=REPO,
+                            capture_output=True, text=True, timeout=120,
+                            env={"DAGSTER_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    assert {"warc_files", "documents"} <= set(result.stdout.split())
+
+
+def test_sensor_registers_the_partitions_of_pipeline_yaml(tmp_path: Path) -> None:
+    with instance_for_test(temp_dir=str(tmp_path)) as instance:
+        assert isinstance(instance, DagsterInstance)
+        context = build_sensor_context(instance=instance,
+                                       resources={"pipeline": PipelineResource(
+                                           path=str(REPO / "pipeline.yaml"))})
+        result = register_partitions(context)
+        requests = result.dynamic_partitions_requests
+        assert [r.partition_keys for r in requests] == [
+            ["SAMPLE-01", "SAMPLE-02", "source:reference"]]
+        instance.add_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME, requests[0].partition_keys)
+        again = register_partitions(build_sensor_context(
+            instance=instance,
+            resources={"pipeline": PipelineResource(path=str(REPO / "pipeline.yaml"))}))
+        assert "registered" in str(again.skip_message)
