@@ -4,8 +4,10 @@
 from dagster import AssetSelection, Definitions, define_asset_job, load_asset_checks_from_modules
 
 import checks.documents
+import checks.language
 import checks.warc_files
 from corpus_assets.documents import documents
+from corpus_assets.language import language
 from corpus_assets.sensors import register_partitions
 from corpus_assets.warc_files import warc_files
 from resources import default_resources
@@ -20,8 +22,10 @@ per_snapshot_job = define_asset_job(
 )
 
 defs = Definitions(
-    assets=[warc_files, documents],
-    asset_checks=load_asset_checks_from_modules([checks.warc_files, checks.documents]),
+    assets=[warc_files, documents, language],
+    asset_checks=load_asset_checks_from_modules(
+        [checks.warc_files, checks.documents, checks.language]
+    ),
     jobs=[per_snapshot_job],
     sensors=[register_partitions],
     resources=default_resources(),

@@ -3,11 +3,11 @@
 
 from dagster import AssetExecutionContext, DataVersion, MaterializeResult, MetadataValue, asset
 
-from corpus_assets.metadata import samples_preview, stage_metadata
+from corpus_assets.metadata import samples_preview, stage_metadata, task_logger
 from corpus_assets.warc_files import ASSET as WARC_FILES
 from corpus_assets.warc_files import warc_files
 from curation.config import SOURCE_PREFIX, SourceConfig, stable_hash
-from curation.documents import KERNEL_VERSION, TaskResult, run_documents, run_version
+from curation.documents import KERNEL_VERSION, run_documents, run_version
 from curation.partition import PartitionLayout
 from curation.schema import WEB_SOURCE
 from curation.versions import library_versions
@@ -38,10 +38,6 @@ def documents(
     settings = config.documents
     version = run_version(settings, locations, entry, [row["sha256"] for row in inputs])
 
-    def progress(result: TaskResult, done: int, total: int) -> None:
-        state = "skipped (done earlier)" if result.skipped else f"{result.stats.docs_out} docs"
-        context.log.info(f"task {result.index} of {partition}: {state}; {done}/{total} tasks")
-
     run = run_documents(
         partition,
         locations,
@@ -52,7 +48,7 @@ def documents(
         source=partition.removeprefix(SOURCE_PREFIX) if source_config else WEB_SOURCE,
         source_config=source_config,
         version=version,
-        on_task_done=progress,
+        on_task_done=task_logger(context, partition),
     )
     metadata = stage_metadata(run.stats, run.wall_seconds)
     metadata.update(samples_preview(run.samples,

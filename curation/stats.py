@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-_COUNTERS = ("record_types", "non_html", "rejects")
+_COUNTERS = ("record_types", "non_html", "rejects", "counts")
 
 
 @dataclass
@@ -14,7 +14,8 @@ class StageStats:
     """Counts for one stage over one task or, merged by `+`, over a partition.
 
     `candidates` is the survival denominator: the inputs the stage tries to turn into documents
-    (HTML responses for WARC input, rows for curated sources).
+    (HTML responses for WARC input, rows for curated sources, documents for later stages);
+    `rejects` counts drops per reason and `counts` anything else a stage tallies.
     """
 
     records_in: int = 0
@@ -29,6 +30,7 @@ class StageStats:
     record_types: Counter[str] = field(default_factory=Counter)
     non_html: Counter[str] = field(default_factory=Counter)
     rejects: Counter[str] = field(default_factory=Counter)
+    counts: Counter[str] = field(default_factory=Counter)
 
     def __add__(self, other: StageStats) -> StageStats:
         merged = StageStats()

@@ -35,7 +35,7 @@ def test_repository_files_are_valid(tmp_path) -> None:
     generate_sample(tmp_path / "data" / "sample")
     shutil.copyfile(REPO / "pipeline.yaml", tmp_path / "pipeline.yaml")
     pipeline = load_pipeline(tmp_path / "pipeline.yaml")
-    assert Path(pipeline.documents.url_blocklist).is_file()
+    assert Path(pipeline.documents.url_filter.domain_blocklist).is_file()
     assert pipeline.partition_keys() == ["SAMPLE-01", "SAMPLE-02", "source:reference"]
     for recipe in (REPO / "recipes").glob("*.yaml"):
         load_recipe(recipe, pipeline)
@@ -137,6 +137,8 @@ def test_section_hash_covers_only_its_partition(tmp_path) -> None:
 
 
 def test_missing_blocklist_fails_at_load_naming_the_field(tmp_path) -> None:
-    text = "snapshots: {X: {warc: {path: a}}}\ndocuments: {url_blocklist: lists/none.txt}"
-    with pytest.raises(ConfigError, match="documents.url_blocklist: file not found"):
+    text = ("snapshots: {X: {warc: {path: a}}}\n"
+            "documents: {url_filter: {domain_blocklist: lists/none.txt}}")
+    with pytest.raises(ConfigError,
+                       match="documents.url_filter.domain_blocklist: file not found"):
         load_pipeline(_write(tmp_path, "pipeline.yaml", text))

@@ -18,12 +18,13 @@ from tests.conftest import REPO
 def test_definitions_load_with_the_asset_graph() -> None:
     graph = defs.resolve_asset_graph()
     keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
-    assert {"warc_files", "documents"} <= keys
+    assert {"warc_files", "documents", "language"} <= keys
     assert graph.get(AssetKey("documents")).parent_keys == {AssetKey("warc_files")}
     for key in keys:
         assert graph.get(AssetKey(key)).partitions_def.name == SNAPSHOT_PARTITIONS_NAME
     checks = {check.name for check in graph.asset_check_keys}
-    assert {"documents_contract", "documents_survival", "warc_files_listed"} <= checks
+    assert {"documents_contract", "documents_survival", "warc_files_listed",
+            "language_keeps_documents", "language_drift"} <= checks
     assert defs.resolve_job_def("per_snapshot") is not None
 
 

@@ -167,7 +167,8 @@ def test_curated_source_rows_carry_licence_and_stable_ids(tmp_path):
 def test_language_precheck_and_blocklist_reject_before_extraction(shared_data, tmp_path):
     blocklist = tmp_path / "blocked.txt"
     blocklist.write_text("# test list\nsemanticscholar.org\n")
-    settings = DocumentsSettings(languages=["en"], url_blocklist=str(blocklist))
+    settings = DocumentsSettings(languages=["en"],
+                                 url_filter={"domain_blocklist": str(blocklist)})
     store = LocalStore(str(tmp_path / "out"))
     ja = str(shared_data / "warc/non_cc/clueweb09-ja_resiliparse-quirk_29responses.warc.gz")
     run = run_documents("PRE", [ja, str(shared_data / DOLMA)], store, settings, workers=0)

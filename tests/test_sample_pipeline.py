@@ -12,6 +12,7 @@ import checks.documents
 import checks.warc_files
 from corpus_assets.definitions import defs
 from corpus_assets.documents import documents
+from corpus_assets.language import language
 from corpus_assets.warc_files import warc_files
 from curation.partition import PartitionLayout
 from curation.stats import StageStats
@@ -35,8 +36,19 @@ def test_every_partition_materialized_and_every_gate_passed(sample_run) -> None:
         assert result.success, partition
         evaluations = result.get_asset_check_evaluations()
         assert {e.check_name for e in evaluations} == {
-            "warc_files_listed", "documents_contract", "documents_survival"}
+            "warc_files_listed", "documents_contract", "documents_survival",
+            "language_keeps_documents", "language_drift"}
         assert all(e.passed for e in evaluations), partition
+
+
+def test_language_mix_is_measured_and_compared_with_the_previous_snapshot(sample_run) -> None:
+    metadata = _materialization(sample_run, "SAMPLE-02", "language").metadata
+    assert metadata["share.en"].value > 0.6
+    assert metadata["share.de"].value > 0.03
+    drift_check = next(e for e in sample_run.results["SAMPLE-02"].get_asset_check_evaluations()
+                       if e.check_name == "language_drift")
+    assert drift_check.metadata["compared_with"].value == "SAMPLE-01"
+    assert drift_check.metadata["total_variation"].value < 0.1
 
 
 @pytest.mark.parametrize("partition", ["SAMPLE-01", "SAMPLE-02"])
@@ -118,3 +130,17 @@ def test_a_failed_blocking_gate_stops_the_run(sample_run) -> None:
     failed = [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
     assert failed == ["documents_survival"]
     assert not result.success
+    # A later run of a downstream asset alone refuses the partition, naming the gate.
+    resources = {"pipeline": PipelineResource(path=str(sample_run.pipeline_path)),
+                 "storage": StorageResource(root=str(sample_run.root), s3=S3Resource()),
+                 "compute": ComputeResource(workers=0)}
+    alone = materialize([language], partition_key="SAMPLE-01", instance=sample_run.instance,
+                        raise_on_error=False, resources=resources)
+    assert not alone.success
+    failure = alone.get_step_failure_events()[0].step_failure_data.error.message
+    assert "documents_survival" in failure
+    # Passing the gate again (the normal bounds) lets it through.
+    again = materialize([documents, checks.documents.documents_survival, language],
+                        partition_key="SAMPLE-01", instance=sample_run.instance,
+                        resources=resources)
+    assert again.success

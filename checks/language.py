@@ -1,0 +1,68 @@
+"""Quality gates for `language`: something is kept; the language mix does not drift far."""
+
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    MetadataValue,
+    asset_check,
+)
+
+from corpus_assets.language import language
+from curation.config import SOURCE_PREFIX
+from curation.language import ASSET, drift, language_mix
+from curation.partition import PartitionLayout
+from curation.stats import StageStats
+from partitions import SNAPSHOT_PARTITIONS_NAME, snapshot_partitions
+from resources import PipelineResource, StorageResource
+
+
+def _stats(storage: StorageResource, partition: str) -> StageStats | None:
+    manifest = PartitionLayout(storage.store, ASSET, partition).read_manifest()
+    return StageStats.from_dict(manifest.extra["stats"]) if manifest else None
+
+
+@asset_check(asset=language, blocking=True, partitions_def=snapshot_partitions,
+             description="Fails when the verdict would keep no document of the partition.")
+def language_keeps_documents(
+    context: AssetCheckExecutionContext, storage: StorageResource
+) -> AssetCheckResult:
+    stats = _stats(storage, context.op_execution_context.partition_key)
+    kept = stats.docs_out if stats else 0
+    return AssetCheckResult(passed=kept > 0, severity=AssetCheckSeverity.ERROR,
+                            metadata={"kept": MetadataValue.int(kept)})
+
+
+@asset_check(asset=language, partitions_def=snapshot_partitions,
+             description="Warns when the language mix drifts far (total variation distance) "
+             "from that of the next lower snapshot id.")
+def language_drift(
+    context: AssetCheckExecutionContext, pipeline: PipelineResource, storage: StorageResource
+) -> AssetCheckResult:
+    partition = context.op_execution_context.partition_key
+    stats = _stats(storage, partition)
+    reference = _previous_snapshot(context, storage, partition)
+    if partition.startswith(SOURCE_PREFIX) or stats is None or reference is None:
+        return AssetCheckResult(passed=True, metadata={
+            "compared_with": MetadataValue.text("nothing: no lower snapshot with a language mix")})
+    name, reference_stats = reference
+    distance = drift(language_mix(stats), language_mix(reference_stats))
+    limit = pipeline.load().language.max_drift
+    return AssetCheckResult(
+        passed=distance <= limit, severity=AssetCheckSeverity.WARN,
+        metadata={"compared_with": MetadataValue.text(name),
+                  "total_variation": MetadataValue.float(round(distance, 4)),
+                  "max_drift": MetadataValue.float(limit)},
+    )
+
+
+def _previous_snapshot(context: AssetCheckExecutionContext, storage: StorageResource,
+                       partition: str) -> tuple[str, StageStats] | None:
+    keys = context.instance.get_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME)
+    lower = sorted((k for k in keys if not k.startswith(SOURCE_PREFIX) and k < partition),
+                   reverse=True)
+    for key in lower:
+        stats = _stats(storage, key)
+        if stats is not None:
+            return key, stats
+    return None
