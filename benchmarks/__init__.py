@@ -1,0 +1,1 @@
+"""Benchmarks: standalone scripts that measure the platform against public practice."""
