@@ -1,13 +1,16 @@
 """The code location: every asset, check, job, sensor and resource in one place."""
 
-
 from dagster import AssetSelection, Definitions, define_asset_job, load_asset_checks_from_modules
 
 import checks.documents
+import checks.heuristics
 import checks.language
+import checks.quality
 import checks.warc_files
 from corpus_assets.documents import documents
+from corpus_assets.heuristics import heuristics
 from corpus_assets.language import language
+from corpus_assets.quality import quality_classifier, quality_scores
 from corpus_assets.sensors import register_partitions
 from corpus_assets.warc_files import warc_files
 from resources import default_resources
@@ -15,18 +18,31 @@ from resources import default_resources
 # Opt-in assets (the ablation gate) carry this group and stay out of the main job.
 OPT_IN_GROUP = "opt_in"
 
+# The main job runs in this order, since pipeline-wide models read every snapshot's signals and
+# the scores read the models: per-snapshot ingest and signals, then models, then scores.
 per_snapshot_job = define_asset_job(
     "per_snapshot",
-    selection=AssetSelection.all() - AssetSelection.groups(OPT_IN_GROUP),
-    description="Every per-snapshot asset and its checks, for one snapshot or source partition.",
+    selection=AssetSelection.groups("ingest", "signals"),
+    description="Ingest and signals for one snapshot or source partition, with their checks.",
 )
+models_job = define_asset_job(
+    "models",
+    selection=AssetSelection.groups("models"),
+    description="Pipeline-wide models trained from the snapshots' signals.",
+)
+scores_job = define_asset_job(
+    "scores",
+    selection=AssetSelection.groups("scores"),
+    description="Per-snapshot scores from the pipeline-wide models.",
+)
+MAIN_JOBS = ("per_snapshot", "models", "scores")
 
 defs = Definitions(
-    assets=[warc_files, documents, language],
+    assets=[warc_files, documents, language, heuristics, quality_classifier, quality_scores],
     asset_checks=load_asset_checks_from_modules(
-        [checks.warc_files, checks.documents, checks.language]
+        [checks.warc_files, checks.documents, checks.language, checks.heuristics, checks.quality]
     ),
-    jobs=[per_snapshot_job],
+    jobs=[per_snapshot_job, models_job, scores_job],
     sensors=[register_partitions],
     resources=default_resources(),
 )

@@ -117,29 +117,24 @@ def snapshots_list() -> None:
 
 def materialize_partitions(partitions: list[str], workers: int, root: str,
                            pipeline: Path) -> list[dict]:
-    """Runs the per-snapshot job for each partition on the instance; returns summary rows."""
-    from corpus_assets.definitions import defs
+    """Runs the main jobs for the partitions on the instance; returns summary rows."""
+    from corpus_assets.main_job import main_run_config, run_main_jobs
 
-    instance = _instance()
-    job = defs.resolve_job_def("per_snapshot")
-    run_config = {"resources": {"compute": {"config": {"workers": workers}},
-                                "storage": {"config": {"root": root}},
-                                "pipeline": {"config": {"path": str(pipeline)}}},
-                  "loggers": {"console": {"config": {"log_level": "INFO"}}}}
-    rows: list[dict] = []
-    for partition in partitions:
-        started = time.perf_counter()
-        result = job.execute_in_process(partition_key=partition, instance=instance,
-                                        run_config=run_config, raise_on_error=False)
-        rows.extend(_summary_rows(result, partition))
-        checks = result.get_asset_check_evaluations()
-        failed = [c.check_name for c in checks if not c.passed]
+    started = time.perf_counter()
+
+    def report(run) -> None:  # noqa: ANN001 - a JobRun
+        result = run.result
+        failed = [c.check_name for c in result.get_asset_check_evaluations()
+                  if not c.passed and c.severity.value == "ERROR"]
         status = "ok" if result.success and not failed else f"FAILED {failed or ''}"
-        typer.echo(f"{partition}: run {result.run_id[:8]} {status} "
-                   f"in {time.perf_counter() - started:.1f} s")
-        if not result.success:
-            raise typer.Exit(1)
-    return rows
+        typer.echo(f"{run.job}[{run.partition or 'all'}]: run {result.run_id[:8]} {status} "
+                   f"at {time.perf_counter() - started:.1f} s")
+
+    runs = run_main_jobs(_instance(), partitions,
+                         main_run_config(str(pipeline), root, workers), report)
+    if not runs[-1].result.success:
+        raise typer.Exit(1)
+    return [row for run in runs for row in _summary_rows(run.result, run.partition or "all")]
 
 
 def _summary_rows(result, partition: str) -> list[dict]:
@@ -153,18 +148,21 @@ def _summary_rows(result, partition: str) -> list[dict]:
             "in": meta.get("candidates", meta.get("files")),
             "out": meta.get("rows_out", meta.get("files")),
             "survival": meta.get("survival_rate"),
-            "seconds": meta.get("wall_seconds"),
+            "seconds": meta.get("wall_seconds", meta.get("train_seconds")),
+            "note": f"held-out ROC AUC {meta['roc_auc']:.3f}" if "roc_auc" in meta else "",
         })
     return rows
 
 
 def print_summary(rows: list[dict]) -> None:
-    typer.echo(f"\n{'stage':<14}{'partition':<20}{'in':>8}{'out':>8}{'survival':>10}{'s':>8}")
+    typer.echo(f"\n{'stage':<20}{'partition':<18}{'in':>7}{'out':>7}{'survival':>10}{'s':>7}")
     for row in rows:
         survival = "" if row["survival"] is None else f"{row['survival']:.1%}"
         seconds = "" if row["seconds"] is None else f"{row['seconds']:.1f}"
-        typer.echo(f"{row['stage']:<14}{row['partition']:<20}{row['in'] or 0:>8}"
-                   f"{row['out'] or 0:>8}{survival:>10}{seconds:>8}")
+        count_in = "" if row["in"] is None else row["in"]
+        count_out = "" if row["out"] is None else row["out"]
+        typer.echo(f"{row['stage']:<20}{row['partition']:<18}{count_in:>7}{count_out:>7}"
+                   f"{survival:>10}{seconds:>7}  {row['note']}".rstrip())
 
 
 @app.command("backfill")

@@ -17,6 +17,9 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from curation.heuristics import HeuristicsSettings
+from curation.quality import QualityClassifierSettings
+
 SOURCE_PREFIX = "source:"
 SNAPSHOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -101,14 +104,14 @@ class LanguagePrecheck(_Strict):
     top_k: Annotated[int, Field(ge=1, le=20)] = 5
 
 
-class SurvivalBounds(_Strict):
-    """Fraction of HTML responses that must become documents for the gate to pass."""
+class RateBounds(_Strict):
+    """The range a gate's rate (documents out over documents in) must fall in."""
 
     min: Annotated[float, Field(ge=0.0, le=1.0)] = 0.2
     max: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0
 
     @model_validator(mode="after")
-    def _ordered(self) -> SurvivalBounds:
+    def _ordered(self) -> RateBounds:
         if self.min > self.max:
             raise ValueError(f"min ({self.min}) is above max ({self.max})")
         return self
@@ -134,7 +137,8 @@ class DocumentsSettings(_Strict):
     languages: list[str] = []
     language_precheck: LanguagePrecheck = LanguagePrecheck()
     sample_size: Annotated[int, Field(ge=0, le=100)] = 5
-    survival: SurvivalBounds = SurvivalBounds()
+    # Fraction of HTML responses that must become documents.
+    survival: RateBounds = RateBounds()
 
     @field_validator("languages")
     @classmethod
@@ -167,6 +171,13 @@ class LanguageSettings(_Strict):
         return self.thresholds.get(language, self.threshold)
 
 
+class Gates(_Strict):
+    """Bounds for the verdict-rate checks of the annotating stages."""
+
+    heuristics_keep: RateBounds = RateBounds(min=0.05, max=1.0)
+    min_classifier_roc_auc: Annotated[float, Field(ge=0.5, le=1.0)] = 0.8
+
+
 # --- the pipeline ----------------------------------------------------------------------------
 
 
@@ -176,6 +187,9 @@ class PipelineConfig(_Strict):
     sources: dict[str, SourceConfig] = {}
     documents: DocumentsSettings = DocumentsSettings()
     language: LanguageSettings = LanguageSettings()
+    heuristics: HeuristicsSettings = HeuristicsSettings()
+    quality: QualityClassifierSettings | None = None
+    gates: Gates = Gates()
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     @field_validator("snapshots")
@@ -193,6 +207,14 @@ class PipelineConfig(_Strict):
             if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", name):
                 raise ValueError(f"{name!r} is not a valid source name (lower-case, digits, -_)")
         return sources
+
+    @model_validator(mode="after")
+    def _training_snapshots_declared(self) -> PipelineConfig:
+        for snapshot in self.quality.training_snapshots if self.quality else []:
+            if snapshot not in self.snapshots:
+                raise ValueError(f"quality.training_snapshots: {snapshot!r} is not a snapshot "
+                                 "declared under snapshots")
+        return self
 
     def partition_keys(self) -> list[str]:
         """Every partition of the `snapshot` set: snapshot ids, then `source:NAME` keys."""

@@ -34,7 +34,7 @@ class SampleRun:
     root: Path
     pipeline_path: Path
     instance: object
-    results: dict
+    results: dict  # (job, partition or None) -> ExecuteInProcessResult
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +43,7 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory):
     through the real `per_snapshot` job on a test instance, once for the whole session."""
     from dagster import instance_for_test
 
-    from corpus_assets.definitions import defs
+    from corpus_assets.main_job import main_run_config, run_main_jobs
     from curation.config import load_pipeline
     from curation.sample.generate import generate_sample
     from partitions import SNAPSHOT_PARTITIONS_NAME
@@ -55,15 +55,7 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory):
     (base / "home").mkdir()
     with instance_for_test(temp_dir=str(base / "home")) as instance:
         instance.add_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME, pipeline.partition_keys())
-        job = defs.resolve_job_def("per_snapshot")
-        run_config = {"resources": {
-            "pipeline": {"config": {"path": str(base / "pipeline.yaml")}},
-            "storage": {"config": {"root": str(base / "data")}},
-            "compute": {"config": {"workers": 2}},
-        }}
-        results = {
-            key: job.execute_in_process(partition_key=key, instance=instance,
-                                        run_config=run_config, raise_on_error=False)
-            for key in pipeline.partition_keys()
-        }
-        yield SampleRun(base, base / "data", base / "pipeline.yaml", instance, results)
+        runs = run_main_jobs(instance, pipeline.partition_keys(), main_run_config(
+            str(base / "pipeline.yaml"), str(base / "data"), workers=2))
+        yield SampleRun(base, base / "data", base / "pipeline.yaml", instance,
+                        {(run.job, run.partition): run.result for run in runs})

@@ -22,30 +22,75 @@ from resources import ComputeResource, PipelineResource, StorageResource
 PARTITIONS = ["SAMPLE-01", "SAMPLE-02", "source:reference"]
 
 
-def _materialization(sample_run, partition: str, asset: str):
-    records = sample_run.instance.fetch_materializations(AssetKey(asset), limit=50).records
+def _materialization(sample_run, partition: str | None, asset: str):
+    records = sample_run.instance.fetch_materializations(AssetKey(asset), limit=100).records
     for record in records:  # newest first
         if record.partition_key == partition:
             return record.asset_materialization
     raise AssertionError(f"no materialization of {asset}[{partition}]")
 
 
-def test_every_partition_materialized_and_every_gate_passed(sample_run) -> None:
-    assert sorted(sample_run.results) == PARTITIONS
-    for partition, result in sample_run.results.items():
-        assert result.success, partition
+def test_every_job_ran_and_every_gate_passed(sample_run) -> None:
+    assert sorted(sample_run.results, key=str) == sorted(
+        [("per_snapshot", p) for p in PARTITIONS] + [("models", None)]
+        + [("scores", p) for p in PARTITIONS], key=str)
+    for (job, partition), result in sample_run.results.items():
+        assert result.success, (job, partition)
         evaluations = result.get_asset_check_evaluations()
-        assert {e.check_name for e in evaluations} == {
-            "warc_files_listed", "documents_contract", "documents_survival",
-            "language_keeps_documents", "language_drift"}
-        assert all(e.passed for e in evaluations), partition
+        assert all(e.passed for e in evaluations), (job, partition)
+        assert {e.check_name for e in evaluations} == EXPECTED_CHECKS[job]
+
+
+EXPECTED_CHECKS = {
+    "per_snapshot": {"warc_files_listed", "documents_contract", "documents_survival",
+                     "language_keeps_documents", "language_drift", "heuristics_cover_documents",
+                     "heuristics_keep_rate"},
+    "models": {"quality_classifier_separates"},
+    "scores": {"quality_scores_cover_documents"},
+}
+
+
+def _truth_kinds(sample_run) -> dict[str, str]:
+    lines = (sample_run.root / "sample/truth/pages.jsonl").read_text().splitlines()
+    return {row["url"]: row["kind"] for row in map(json.loads, lines)}
+
+
+@pytest.mark.parametrize("partition", ["SAMPLE-01", "SAMPLE-02"])
+def test_heuristics_drop_spam_and_stubs_and_keep_articles(sample_run, partition) -> None:
+    store = LocalStore(str(sample_run.root))
+    urls = PartitionLayout(store, "documents", partition).read_table(["url"])["url"].to_pylist()
+    keep = PartitionLayout(store, "heuristics", partition).read_table(["keep"])["keep"]
+    kinds = _truth_kinds(sample_run)
+    by_kind: dict[str, list[bool]] = {}
+    for url, kept in zip(urls, keep.to_pylist(), strict=True):
+        by_kind.setdefault(kinds[url], []).append(kept)
+    assert by_kind["spam"] and not any(by_kind["spam"])
+    assert by_kind["stub"] and not any(by_kind["stub"])
+    assert all(by_kind["article"]) and len(by_kind["article"]) > 100
+    decisions = PartitionLayout(store, "heuristics", partition).read_table(name="decisions")
+    assert decisions.num_rows == keep.to_pylist().count(False)
+    assert all(reason.split(".")[0] in {"gopher_repetition", "gopher_quality", "c4", "fineweb",
+                                        "bad_words"} for reason in decisions["reason"].to_pylist())
+
+
+def test_classifier_is_stored_by_hash_and_scores_every_document(sample_run) -> None:
+    metadata = _materialization(sample_run, None, "quality_classifier").metadata
+    sha = metadata["model_sha256"].value
+    assert (sample_run.root / f"models/{sha}/model.bin").stat().st_size > 0
+    assert metadata["roc_auc"].value >= 0.8
+    assert metadata["train_positives"].value > 0 and metadata["train_negatives"].value > 0
+    assert "|" in metadata["top_features"].value
+    scores = _materialization(sample_run, "SAMPLE-01", "quality_scores").metadata
+    assert "top 10%" in scores["thresholds"].value
+    assert 0.0 <= scores["threshold.en.top10"].value <= 1.0
 
 
 def test_language_mix_is_measured_and_compared_with_the_previous_snapshot(sample_run) -> None:
     metadata = _materialization(sample_run, "SAMPLE-02", "language").metadata
     assert metadata["share.en"].value > 0.6
     assert metadata["share.de"].value > 0.03
-    drift_check = next(e for e in sample_run.results["SAMPLE-02"].get_asset_check_evaluations()
+    result = sample_run.results[("per_snapshot", "SAMPLE-02")]
+    drift_check = next(e for e in result.get_asset_check_evaluations()
                        if e.check_name == "language_drift")
     assert drift_check.metadata["compared_with"].value == "SAMPLE-01"
     assert drift_check.metadata["total_variation"].value < 0.1
@@ -109,9 +154,11 @@ def test_rematerializing_skips_finished_tasks_with_the_same_data_version(sample_
     )
     assert result.success
     after = _materialization(sample_run, "SAMPLE-02", "documents")
-    assert after.metadata["tasks_skipped"].value == 2
-    assert after.metadata["tasks_run"].value == 0
     assert after.tags["dagster/data_version"] == before.tags["dagster/data_version"]
+    for asset in ("documents", "language", "heuristics"):
+        metadata = _materialization(sample_run, "SAMPLE-02", asset).metadata
+        assert metadata["tasks_skipped"].value == 2, asset
+        assert metadata["tasks_run"].value == 0, asset
 
 
 def test_a_failed_blocking_gate_stops_the_run(sample_run) -> None:

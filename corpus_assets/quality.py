@@ -1,0 +1,107 @@
+"""`quality_classifier` (one model for the pipeline) and `quality_scores[snapshot]`."""
+
+from dagster import (
+    AllPartitionMapping,
+    AssetDep,
+    AssetExecutionContext,
+    DataVersion,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+
+from corpus_assets.documents import documents
+from corpus_assets.gates import require_passing_gates
+from corpus_assets.heuristics import heuristics
+from corpus_assets.language import language
+from corpus_assets.metadata import stage_metadata, task_logger
+from curation.annotate import DocumentsInput
+from curation.partition import PartitionLayout
+from curation.quality_stage import (
+    KERNEL_VERSION,
+    run_classifier,
+    run_scores,
+    summarize_scores,
+)
+from partitions import snapshot_partitions
+from resources import ComputeResource, PipelineResource, StorageResource
+
+
+@asset(
+    deps=[AssetDep(documents, partition_mapping=AllPartitionMapping()),
+          AssetDep(heuristics, partition_mapping=AllPartitionMapping())],
+    group_name="models",
+    code_version=KERNEL_VERSION,
+    description="fastText quality classifier: curated positives against a seeded sample of "
+    "heuristics-passing web documents from the pipeline's training snapshots.",
+)
+def quality_classifier(
+    context: AssetExecutionContext, pipeline: PipelineResource, storage: StorageResource
+) -> MaterializeResult:
+    config = pipeline.load()
+    store = storage.store
+    inputs = {}
+    for partition in config.partition_keys():
+        manifest = PartitionLayout(store, "documents", partition).read_manifest()
+        if manifest is not None:
+            inputs[partition] = manifest.data_version
+    run = run_classifier(store, config, inputs)
+    trained = run.trained
+    features = "\n".join(
+        f"| {hq[0]} | {hq[1]:.3f} | {lq[0]} | {lq[1]:.3f} |"
+        for hq, lq in zip(trained.hq_features, trained.lq_features, strict=False))
+    return MaterializeResult(
+        metadata={
+            "precision": MetadataValue.float(round(trained.precision, 4)),
+            "recall": MetadataValue.float(round(trained.recall, 4)),
+            "roc_auc": MetadataValue.float(round(trained.roc_auc, 4)),
+            "train_positives": MetadataValue.int(trained.train_counts["hq"]),
+            "train_negatives": MetadataValue.int(trained.train_counts["lq"]),
+            "holdout_positives": MetadataValue.int(trained.holdout_counts["hq"]),
+            "holdout_negatives": MetadataValue.int(trained.holdout_counts["lq"]),
+            "train_seconds": MetadataValue.float(round(trained.train_seconds, 2)),
+            "top_features": MetadataValue.md(
+                "| favours hq | weight | favours lq | weight |\n| --- | ---: | --- | ---: |\n"
+                + features),
+            "training_data": MetadataValue.json(run.origin),
+            "model_sha256": MetadataValue.text(trained.model_sha256),
+            "model_path": MetadataValue.path(
+                store.uri(f"models/{trained.model_sha256}/model.bin")),
+        },
+        data_version=DataVersion(trained.model_sha256[:16]),
+    )
+
+
+@asset(
+    partitions_def=snapshot_partitions,
+    deps=[documents, language, quality_classifier],
+    group_name="scores",
+    code_version=KERNEL_VERSION,
+    description="P(high quality) per document from the pipeline's classifier; recipes keep the "
+    "top fraction per language or those above an absolute score.",
+)
+def quality_scores(
+    context: AssetExecutionContext, storage: StorageResource, compute: ComputeResource
+) -> MaterializeResult:
+    partition = context.partition_key
+    require_passing_gates(context, "documents", partition)
+    result = run_scores(DocumentsInput(storage.store, partition), compute.workers,
+                        task_logger(context, partition))
+    summary = summarize_scores(storage.store, partition)
+    metadata = stage_metadata(result.stats, result.wall_seconds)
+    metadata["score_histogram"] = MetadataValue.md(
+        "| score | documents |\n| --- | ---: |\n" + "\n".join(
+            f"| {i / len(summary.histogram):.2f}-{(i + 1) / len(summary.histogram):.2f} | {n} |"
+            for i, n in enumerate(summary.histogram)))
+    rows = []
+    for code, thresholds in sorted(summary.thresholds.items()):
+        rows.append(f"| {code} | " + " | ".join(f"{thresholds[f]:.4f}" for f in sorted(thresholds))
+                    + " |")
+        for fraction, value in thresholds.items():
+            metadata[f"threshold.{code}.top{round(fraction * 100)}"] = MetadataValue.float(
+                round(value, 4))
+    metadata["thresholds"] = MetadataValue.md(
+        "| language | top 10% | top 30% | top 50% |\n| --- | ---: | ---: | ---: |\n"
+        + "\n".join(rows))
+    return MaterializeResult(metadata=metadata,
+                             data_version=DataVersion(result.manifest.data_version))
