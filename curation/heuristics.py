@@ -752,7 +752,10 @@ class Annotator:
         self.signal_names = [n for r in self.annotate_one("", None).values() for n in r.signals]
 
     def annotate_one(self, text: str, language: str | None) -> dict[str, SuiteResult]:
-        split = split_text(text)
+        return self.annotate_split(split_text(text), language)
+
+    def annotate_split(self, split: SplitText, language: str | None) -> dict[str, SuiteResult]:
+        """Every enabled suite on a document already split (the split MinHash reuses)."""
         lang = base_language(language)
         return {name: self.run_suite(name, split, lang) for name in self.suites}
 
@@ -774,6 +777,16 @@ def annotate(
     docs: list[tuple[str, str]], settings: HeuristicsSettings | None = None
 ) -> Annotations:
     """Signals, verdicts and C4 edits for `(text, language)` documents, in order."""
+    texts = [text for text, _ in docs]
+    return annotate_splits([split_text(text) for text in texts],
+                           [language for _, language in docs], settings)
+
+
+def annotate_splits(
+    splits: list[SplitText], languages: list[str | None],
+    settings: HeuristicsSettings | None = None,
+) -> Annotations:
+    """`annotate` for documents split once by the caller, who reuses the splits (MinHash)."""
     annotator = Annotator(settings or HeuristicsSettings())
     out = Annotations(
         signals={name: [] for name in annotator.signal_names},
@@ -785,8 +798,8 @@ def annotate(
         edits=[],
         skipped=Counter(),
     )
-    for index, (text, language) in enumerate(docs):
-        _collect(out, index, annotator.annotate_one(text, language))
+    for index, (split, language) in enumerate(zip(splits, languages, strict=True)):
+        _collect(out, index, annotator.annotate_split(split, language))
     return out
 
 

@@ -53,16 +53,30 @@ class TaskWork(Protocol):
 
 @dataclass(frozen=True)
 class PartitionRun:
-    """One run of an asset partition: where it writes and under which version."""
+    """One run of an asset partition: where it writes and under which version.
+
+    `also` names assets computed in the same pass (a multi-asset): a task's table named
+    `"other_asset:part"` goes to that asset's partition, which gets a manifest of its own.
+    """
 
     store: Store
     asset: str
     partition: str
     version: str
+    also: tuple[str, ...] = ()
 
     @property
     def layout(self) -> PartitionLayout:
         return PartitionLayout(self.store, self.asset, self.partition)
+
+    def layout_for(self, name: str) -> tuple[PartitionLayout, str]:
+        """The layout and table name a task table goes to."""
+        asset, _, table = name.rpartition(":")
+        if not asset:
+            return self.layout, table
+        if asset not in self.also:
+            raise ValueError(f"table {name!r} names an asset this run does not write")
+        return PartitionLayout(self.store, asset, self.partition), table
 
 
 @dataclass(frozen=True)
@@ -80,8 +94,10 @@ class _RunTask:
             return TaskResult(index, parts, stats, marker["sample_ids"], skipped=True)
         started = time.perf_counter()
         output = self.work(index)
-        parts = {name: layout.write_table(name, index, table)
-                 for name, table in sorted(output.tables.items())}
+        parts = {}
+        for name, table in sorted(output.tables.items()):
+            target, table_name = self.run.layout_for(name)
+            parts[name] = target.write_table(table_name, index, table)
         output.stats.task_seconds = time.perf_counter() - started
         output.stats.tasks_run = 1
         layout.write_marker(index, {
@@ -110,19 +126,27 @@ def run_partition(
 ) -> PartitionResult:
     """Runs (or resumes) every task of a partition and writes its manifest last."""
     started = time.perf_counter()
-    run.layout.prepare(run.version)
+    for asset in (run.asset, *run.also):
+        PartitionLayout(run.store, asset, run.partition).prepare(run.version)
     results = map_tasks(_RunTask(run, work), list(range(task_count)), workers, on_task_done)
     stats = sum((result.stats for result in results), StageStats())
-    tables = sorted({name for result in results for name in result.parts})
-    manifest = Manifest(
-        run.asset, run.partition, run.version,
-        [result.parts[MAIN_TABLE] for result in results if MAIN_TABLE in result.parts],
-        tables={name: [r.parts[name] for r in results if name in r.parts]
-                for name in tables if name != MAIN_TABLE},
-        extra={"stats": stats.to_dict(), **(extra or {})},
-    )
+    for asset in run.also:
+        PartitionLayout(run.store, asset, run.partition).write_manifest(
+            _manifest(run, asset, results, {}))
+    manifest = _manifest(run, run.asset, results, {"stats": stats.to_dict(), **(extra or {})})
     run.layout.write_manifest(manifest)
     return PartitionResult(manifest, stats, results, time.perf_counter() - started)
+
+
+def _manifest(run: PartitionRun, asset: str, results: list[TaskResult],
+              extra: dict[str, Any]) -> Manifest:
+    prefix = "" if asset == run.asset else f"{asset}:"
+    names = sorted({name.removeprefix(prefix) for result in results for name in result.parts
+                    if name.startswith(prefix) and (prefix or ":" not in name)})
+    parts = {name: [r.parts[prefix + name] for r in results if prefix + name in r.parts]
+             for name in names}
+    return Manifest(asset, run.partition, run.version, parts.pop(MAIN_TABLE, []),
+                    tables=parts, extra=extra)
 
 
 def pick_samples(store: Store, results: Sequence[TaskResult], size: int,
