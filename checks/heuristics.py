@@ -9,13 +9,12 @@ from dagster import (
     asset_check,
 )
 
-from corpus_assets.heuristics import heuristics
 from curation.partition import PartitionLayout
 from partitions import snapshot_partitions
 from resources import PipelineResource, StorageResource
 
 
-@asset_check(asset=heuristics, blocking=True, partitions_def=snapshot_partitions,
+@asset_check(asset="heuristics", blocking=True, partitions_def=snapshot_partitions,
              description="Exactly one signals row per document, in the same order; every drop "
              "has a decision row naming its rule.")
 def heuristics_cover_documents(
@@ -39,7 +38,7 @@ def heuristics_cover_documents(
     )
 
 
-@asset_check(asset=heuristics, blocking=True, partitions_def=snapshot_partitions,
+@asset_check(asset="heuristics", blocking=True, partitions_def=snapshot_partitions,
              description="The share of documents the default thresholds keep is within the "
              "pipeline's bounds (gates.heuristics_keep).")
 def heuristics_keep_rate(

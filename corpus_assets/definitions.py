@@ -2,11 +2,13 @@
 
 from dagster import AssetSelection, Definitions, define_asset_job, load_asset_checks_from_modules
 
+import checks.dedup
 import checks.documents
 import checks.heuristics
 import checks.language
 import checks.quality
 import checks.warc_files
+from corpus_assets.dedup import cross_dedup, dedup_clusters, exact_dedup, line_dedup, url_dedup
 from corpus_assets.documents import documents
 from corpus_assets.heuristics import heuristics
 from corpus_assets.language import language
@@ -22,13 +24,14 @@ OPT_IN_GROUP = "opt_in"
 # the scores read the models: per-snapshot ingest and signals, then models, then scores.
 per_snapshot_job = define_asset_job(
     "per_snapshot",
-    selection=AssetSelection.groups("ingest", "signals"),
+    selection=AssetSelection.groups("ingest", "signals", "dedup"),
     description="Ingest and signals for one snapshot or source partition, with their checks.",
 )
 models_job = define_asset_job(
     "models",
     selection=AssetSelection.groups("models"),
-    description="Pipeline-wide models trained from the snapshots' signals.",
+    description="Pipeline-wide assets built from every snapshot's signals: the quality "
+    "classifier and the cross-partition duplicate links.",
 )
 scores_job = define_asset_job(
     "scores",
@@ -38,9 +41,11 @@ scores_job = define_asset_job(
 MAIN_JOBS = ("per_snapshot", "models", "scores")
 
 defs = Definitions(
-    assets=[warc_files, documents, language, heuristics, quality_classifier, quality_scores],
+    assets=[warc_files, documents, language, heuristics, url_dedup, exact_dedup,
+            dedup_clusters, line_dedup, cross_dedup, quality_classifier, quality_scores],
     asset_checks=load_asset_checks_from_modules(
-        [checks.warc_files, checks.documents, checks.language, checks.heuristics, checks.quality]
+        [checks.warc_files, checks.documents, checks.language, checks.heuristics,
+         checks.dedup, checks.quality]
     ),
     jobs=[per_snapshot_job, models_job, scores_job],
     sensors=[register_partitions],

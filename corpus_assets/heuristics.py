@@ -1,37 +1,55 @@
-"""`heuristics[snapshot]`: Gopher quality and repetition, C4, FineWeb and bad-word signals."""
+"""`heuristics[snapshot]` and `minhash_signatures[snapshot]`: one pass, one word split.
 
-from dagster import AssetExecutionContext, DataVersion, MaterializeResult, MetadataValue, asset
+Gopher quality and repetition, C4, FineWeb and bad-word signals with a verdict, and MinHash LSH
+band hashes of the same split (architecture.md, cost order).
+"""
 
-from corpus_assets.documents import documents
+from dagster import (
+    AssetExecutionContext,
+    AssetSpec,
+    DataVersion,
+    MaterializeResult,
+    MetadataValue,
+    multi_asset,
+)
+
 from corpus_assets.gates import require_passing_gates
-from corpus_assets.language import language
 from corpus_assets.metadata import counter_table, stage_metadata, task_logger
 from curation.annotate import DocumentsInput
-from curation.heuristics_stage import KERNEL_VERSION, run_heuristics
+from curation.heuristics_stage import KERNEL_VERSION, SIGNATURES, run_heuristics
+from curation.partition import PartitionLayout
 from partitions import snapshot_partitions
 from resources import ComputeResource, PipelineResource, StorageResource
 
 
-@asset(
+@multi_asset(
+    specs=[
+        AssetSpec("heuristics", deps=["documents", "language"], group_name="signals",
+                  code_version=KERNEL_VERSION,
+                  description="The published rule suites (Gopher quality and repetition, C4, "
+                  "FineWeb) and a bad-word density over one word split per document: signals, "
+                  "a verdict under the pipeline's thresholds, a decision per drop, C4 line edits."),
+        AssetSpec(SIGNATURES, deps=["documents"], group_name="signals",
+                  code_version=KERNEL_VERSION,
+                  description="MinHash LSH band hashes (word 5-grams, 14 bands x 8 rows, 64-bit "
+                  "by default) of the same word split."),
+    ],
     partitions_def=snapshot_partitions,
-    deps=[documents, language],
-    group_name="signals",
-    code_version=KERNEL_VERSION,
-    description="The published rule suites (Gopher quality and repetition, C4, FineWeb) and a "
-    "bad-word density, over one word split per document: signals, a verdict under the "
-    "pipeline's thresholds, a decision per drop, and C4's line edits.",
+    can_subset=False,
 )
 def heuristics(
     context: AssetExecutionContext,
     pipeline: PipelineResource,
     storage: StorageResource,
     compute: ComputeResource,
-) -> MaterializeResult:
+):
     partition = context.partition_key
     require_passing_gates(context, "documents", partition)
     require_passing_gates(context, "language", partition)
-    result = run_heuristics(DocumentsInput(storage.store, partition), pipeline.load().heuristics,
-                            compute.workers, task_logger(context, partition))
+    config = pipeline.load()
+    result = run_heuristics(DocumentsInput(storage.store, partition), config.heuristics,
+                            config.dedup.minhash, compute.workers,
+                            task_logger(context, partition))
     stats = result.stats
     metadata = stage_metadata(stats, result.wall_seconds)
     suite_drops = {key.removeprefix("suite_drop."): n for key, n in stats.counts.items()
@@ -43,5 +61,16 @@ def heuristics(
     metadata["skipped_for_language"] = counter_table(type(stats.counts)(skipped), "rule skipped")
     metadata["skipped_rule_applications"] = MetadataValue.int(sum(skipped.values()))
     metadata["c4_edits"] = MetadataValue.int(stats.counts["edits"])
-    return MaterializeResult(metadata=metadata,
-                             data_version=DataVersion(result.manifest.data_version))
+    yield MaterializeResult(asset_key="heuristics", metadata=metadata,
+                            data_version=DataVersion(result.manifest.data_version))
+    signatures = PartitionLayout(storage.store, SIGNATURES, partition).complete_manifest()
+    minhash = config.dedup.minhash
+    yield MaterializeResult(
+        asset_key=SIGNATURES,
+        metadata={"rows_out": MetadataValue.int(signatures.rows),
+                  "bands": MetadataValue.int(minhash.bands),
+                  "rows_per_band": MetadataValue.int(minhash.rows),
+                  "ngram": MetadataValue.int(minhash.ngram),
+                  "wall_seconds": MetadataValue.float(round(result.wall_seconds, 2))},
+        data_version=DataVersion(signatures.data_version),
+    )

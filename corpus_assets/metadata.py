@@ -63,7 +63,7 @@ def task_logger(context: AssetExecutionContext,
 
     def log(result: TaskResult, done: int, total: int) -> None:
         state = "skipped (done earlier)" if result.skipped else f"{result.stats.docs_out} kept"
-        context.log.info(f"{context.asset_key.to_user_string()}[{partition}] task "
+        context.log.info(f"{context.op_execution_context.op.name}[{partition}] task "
                          f"{result.index}: {state}; {done}/{total} tasks")
 
     return log

@@ -12,7 +12,6 @@ from dagster import (
 
 from corpus_assets.documents import documents
 from corpus_assets.gates import require_passing_gates
-from corpus_assets.heuristics import heuristics
 from corpus_assets.language import language
 from corpus_assets.metadata import stage_metadata, task_logger
 from curation.annotate import DocumentsInput
@@ -29,7 +28,7 @@ from resources import ComputeResource, PipelineResource, StorageResource
 
 @asset(
     deps=[AssetDep(documents, partition_mapping=AllPartitionMapping()),
-          AssetDep(heuristics, partition_mapping=AllPartitionMapping())],
+          AssetDep("heuristics", partition_mapping=AllPartitionMapping())],
     group_name="models",
     code_version=KERNEL_VERSION,
     description="fastText quality classifier: curated positives against a seeded sample of "

@@ -18,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from curation.heuristics import HeuristicsSettings
+from curation.minhash import MinHashSettings
 from curation.quality import QualityClassifierSettings
 
 SOURCE_PREFIX = "source:"
@@ -171,10 +172,26 @@ class LanguageSettings(_Strict):
         return self.thresholds.get(language, self.threshold)
 
 
+class DedupSettings(_Strict):
+    """URL, exact, near-duplicate and boilerplate-line dedup (Llama 3's three granularities)."""
+
+    minhash: MinHashSettings = MinHashSettings()
+    # A band bucket larger than this is capped to a deterministic sample (counted in metadata).
+    max_bucket_size: Annotated[int, Field(ge=2)] = 10_000
+    # A normalised line in more than this many documents of a partition is boilerplate
+    # (Llama 3: more than 6 in buckets of 30M documents; scale it with the partition size).
+    line_max_documents: Annotated[int, Field(ge=1)] = 6
+    line_min_chars: Annotated[int, Field(ge=1)] = 5
+    # Near-duplicate links across partitions in cross_dedup (URL and exact links always).
+    cross_near_duplicates: bool = False
+
+
 class Gates(_Strict):
     """Bounds for the verdict-rate checks of the annotating stages."""
 
     heuristics_keep: RateBounds = RateBounds(min=0.05, max=1.0)
+    # Share of a partition's documents a dedup stage may mark as duplicates.
+    max_duplicate_rate: Annotated[float, Field(ge=0.0, le=1.0)] = 0.9
     min_classifier_roc_auc: Annotated[float, Field(ge=0.5, le=1.0)] = 0.8
 
 
@@ -188,6 +205,7 @@ class PipelineConfig(_Strict):
     documents: DocumentsSettings = DocumentsSettings()
     language: LanguageSettings = LanguageSettings()
     heuristics: HeuristicsSettings = HeuristicsSettings()
+    dedup: DedupSettings = DedupSettings()
     quality: QualityClassifierSettings | None = None
     gates: Gates = Gates()
     base_dir: Path = Field(default=Path("."), exclude=True)

@@ -1,4 +1,6 @@
-"""The `heuristics` stage: every rule suite over one word split per document, part by part."""
+"""The `heuristics` and `minhash_signatures` stages in one pass: each document is split into
+words once, and the rule suites and the MinHash shingles share the split (architecture.md, cost
+order: datatrove re-splits words with spaCy in every filter and again for MinHash)."""
 
 from __future__ import annotations
 
@@ -9,28 +11,33 @@ import pyarrow as pa
 
 from curation.annotate import DocumentsInput
 from curation.config import stable_hash
-from curation.heuristics import HeuristicsSettings, annotate
+from curation.heuristics import HeuristicsSettings, annotate_splits
+from curation.minhash import MinHashSettings, band_hashes, signatures, signatures_table
 from curation.partition import PartitionLayout
 from curation.schema import EDIT_SCHEMA, decisions_table
 from curation.stats import StageStats
 from curation.tasks import PartitionResult, PartitionRun, TaskOutput, run_partition
+from curation.text import split_text
 
 ASSET = "heuristics"
-KERNEL_VERSION = "heuristics-1"
+SIGNATURES = "minhash_signatures"
+KERNEL_VERSION = "heuristics-2"
 
 
 @dataclass(frozen=True)
 class HeuristicsWork:
     documents: DocumentsInput
     settings: HeuristicsSettings
+    minhash: MinHashSettings
 
     def __call__(self, index: int) -> TaskOutput:
         table = self.documents.read(index)
         languages = PartitionLayout(self.documents.store, "language", self.documents.partition)\
             .read_part(index, columns=["language"])["language"].to_pylist()
         doc_ids = table["doc_id"].to_pylist()
-        annotations = annotate(list(zip(table["text"].to_pylist(), languages, strict=True)),
-                               self.settings)
+        splits = [split_text(text) for text in table["text"].to_pylist()]
+        annotations = annotate_splits(splits, languages, self.settings)
+        bands = band_hashes(signatures(splits, self.minhash), self.minhash)
         signals = annotations.to_arrow()
         signals = signals.add_column(0, "doc_id", pa.array(doc_ids, pa.string()))
         stats = StageStats(records_in=len(doc_ids), candidates=len(doc_ids),
@@ -52,15 +59,18 @@ class HeuristicsWork:
         ]
         stats.counts["edits"] = len(edits)
         return TaskOutput({"part": signals, "decisions": decisions_table(decisions),
-                           "edits": pa.Table.from_pylist(edits, EDIT_SCHEMA)}, stats)
+                           "edits": pa.Table.from_pylist(edits, EDIT_SCHEMA),
+                           f"{SIGNATURES}:part": signatures_table(doc_ids, bands)}, stats)
 
 
-def run_heuristics(documents: DocumentsInput, settings: HeuristicsSettings, workers: int,
+def run_heuristics(documents: DocumentsInput, settings: HeuristicsSettings,
+                   minhash: MinHashSettings, workers: int,
                    on_task_done: Any = None) -> PartitionResult:
     language_version = PartitionLayout(documents.store, "language",
                                        documents.partition).complete_manifest().data_version
     version = stable_hash({"kernel": KERNEL_VERSION, "settings": settings.model_dump(mode="json"),
+                           "minhash": minhash.model_dump(mode="json"),
                            "documents": documents.data_version(), "language": language_version})
-    run = PartitionRun(documents.store, ASSET, documents.partition, version)
-    return run_partition(run, documents.task_count(), HeuristicsWork(documents, settings),
-                         workers, on_task_done)
+    run = PartitionRun(documents.store, ASSET, documents.partition, version, also=(SIGNATURES,))
+    return run_partition(run, documents.task_count(),
+                         HeuristicsWork(documents, settings, minhash), workers, on_task_done)

@@ -12,6 +12,7 @@ from curation.documents import run_documents
 from curation.heuristics import HeuristicsSettings, annotate
 from curation.heuristics_stage import run_heuristics
 from curation.language import run_language
+from curation.minhash import MinHashSettings
 from curation.partition import PartitionLayout
 from curation.storage import LocalStore
 
@@ -27,7 +28,7 @@ def test_stage_matches_the_kernel_and_explains_every_drop(shared_data: Path,
                   workers=0)
     documents = DocumentsInput(store, "REAL")
     run_language(documents, LanguageSettings(), workers=0)
-    result = run_heuristics(documents, HeuristicsSettings(), workers=2)
+    result = run_heuristics(documents, HeuristicsSettings(), MinHashSettings(), workers=2)
 
     layout = PartitionLayout(store, "heuristics", "REAL")
     signals = layout.read_table()

@@ -1,0 +1,96 @@
+"""Quality gates for the dedup stages: every duplicate names a kept document that exists and is
+not itself a duplicate; duplicate rates within the pipeline's bounds."""
+
+import pyarrow.compute as pc
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    MetadataValue,
+    asset_check,
+)
+
+from corpus_assets.dedup import cross_dedup, dedup_clusters, exact_dedup, url_dedup
+from curation.partition import PartitionLayout
+from curation.stats import StageStats
+from partitions import snapshot_partitions
+from resources import PipelineResource, StorageResource
+
+
+def _kept_members_valid(storage: StorageResource, asset: str, partition: str) -> AssetCheckResult:
+    layout = PartitionLayout(storage.store, asset, partition)
+    rows = layout.read_table(["doc_id", "kept_doc_id", "keep"])
+    decisions = layout.read_table(["doc_id", "kept_doc_id"], name="decisions")
+    members = set(rows["doc_id"].to_pylist())
+    kept = set(rows.filter(rows["keep"])["doc_id"].to_pylist())
+    named = set(decisions["kept_doc_id"].to_pylist())
+    missing = named - members
+    duplicates = named - kept
+    return AssetCheckResult(
+        passed=not missing and not duplicates and decisions.num_rows == rows.num_rows - len(kept),
+        severity=AssetCheckSeverity.ERROR,
+        metadata={"duplicates": MetadataValue.int(decisions.num_rows),
+                  "kept_members": MetadataValue.int(len(kept)),
+                  "kept_not_in_cluster": MetadataValue.int(len(missing)),
+                  "kept_is_a_duplicate": MetadataValue.int(len(duplicates))},
+    )
+
+
+def _rate_within_bounds(pipeline: PipelineResource, storage: StorageResource, asset: str,
+                        partition: str) -> AssetCheckResult:
+    manifest = PartitionLayout(storage.store, asset, partition).complete_manifest()
+    stats = StageStats.from_dict(manifest.extra["stats"])
+    rate = stats.rejected / stats.candidates if stats.candidates else 0.0
+    limit = pipeline.load().gates.max_duplicate_rate
+    return AssetCheckResult(passed=rate <= limit, severity=AssetCheckSeverity.ERROR,
+                            metadata={"duplicate_rate": MetadataValue.float(round(rate, 4)),
+                                      "max": MetadataValue.float(limit)})
+
+
+def _partition_checks(asset_def, name: str):  # noqa: ANN001, ANN202 - a check factory
+    @asset_check(asset=asset_def, name=f"{name}_kept_members_valid", blocking=True,
+                 partitions_def=snapshot_partitions,
+                 description="Every duplicate names a kept member that exists in its cluster "
+                 "and is not itself a duplicate.")
+    def kept_valid(context: AssetCheckExecutionContext,
+                   storage: StorageResource) -> AssetCheckResult:
+        return _kept_members_valid(storage, name, context.op_execution_context.partition_key)
+
+    @asset_check(asset=asset_def, name=f"{name}_rate", blocking=True,
+                 partitions_def=snapshot_partitions,
+                 description="Duplicate rate within gates.max_duplicate_rate.")
+    def rate(context: AssetCheckExecutionContext, pipeline: PipelineResource,
+             storage: StorageResource) -> AssetCheckResult:
+        return _rate_within_bounds(pipeline, storage, name,
+                                   context.op_execution_context.partition_key)
+
+    return kept_valid, rate
+
+
+url_dedup_kept_valid, url_dedup_rate = _partition_checks(url_dedup, "url_dedup")
+exact_dedup_kept_valid, exact_dedup_rate = _partition_checks(exact_dedup, "exact_dedup")
+near_kept_valid, near_rate = _partition_checks(dedup_clusters, "dedup_clusters")
+
+
+@asset_check(asset=cross_dedup, blocking=True,
+             description="Every cross-partition duplicate names a kept member that exists.")
+def cross_dedup_kept_members_valid(storage: StorageResource) -> AssetCheckResult:
+    return _kept_members_valid(storage, "cross_dedup", "all")
+
+
+@asset_check(asset="line_dedup", blocking=True, partitions_def=snapshot_partitions,
+             description="Every edit names a document of the partition; empty_after_edits drops "
+             "only edited documents.")
+def line_dedup_edits_valid(context: AssetCheckExecutionContext,
+                           storage: StorageResource) -> AssetCheckResult:
+    partition = context.op_execution_context.partition_key
+    doc_ids = PartitionLayout(storage.store, "documents", partition).read_table(["doc_id"])
+    layout = PartitionLayout(storage.store, "line_dedup", partition)
+    edits = layout.read_table(["doc_id"], name="edits")
+    drops = layout.read_table(["doc_id"], name="decisions")
+    known = pc.is_in(edits["doc_id"], doc_ids["doc_id"])
+    edited = set(edits["doc_id"].to_pylist())
+    passed = pc.all(known).as_py() is not False and set(drops["doc_id"].to_pylist()) <= edited
+    return AssetCheckResult(passed=bool(passed), severity=AssetCheckSeverity.ERROR,
+                            metadata={"edits": MetadataValue.int(edits.num_rows),
+                                      "empty_after_edits": MetadataValue.int(drops.num_rows)})

@@ -1,0 +1,226 @@
+"""The dedup stages of one partition (URL, exact text, MinHash near duplicates, boilerplate
+lines) and the cross-partition links, around the kernels in `curation/dedup.py`.
+
+Clusters never depend on a recipe. Each non-kept member gets a decision row whose `kept_doc_id`
+names the member the default ranking keeps (curated first, earliest snapshot, longest text); the
+mix applies the same ranking to the members that pass its selection.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curation.annotate import DocumentsInput
+from curation.config import DedupSettings, stable_hash
+from curation.dedup import (
+    CLUSTER_SCHEMA,
+    Clusters,
+    CrossIndex,
+    Ranking,
+    choose_kept,
+    cluster_by_key,
+    cluster_near_duplicates,
+    frequent_lines,
+    line_hash_table,
+    text_hash,
+    url_hash,
+)
+from curation.partition import PartitionLayout
+from curation.schema import EDIT_SCHEMA, decisions_table
+from curation.stats import StageStats
+from curation.storage import LocalStore, Store, read_parquet
+from curation.tasks import PartitionResult, PartitionRun, TaskOutput, run_partition
+
+KERNEL_VERSION = "dedup-1"
+URL, EXACT, NEAR, LINES, CROSS = (
+    "url_dedup", "exact_dedup", "dedup_clusters", "line_dedup", "cross_dedup")
+REASONS = {URL: "duplicate_url", EXACT: "duplicate_text", NEAR: "near_duplicate",
+           CROSS: "cross_partition_duplicate"}
+OUTPUT_SCHEMA = pa.schema([*CLUSTER_SCHEMA, pa.field("kept_doc_id", pa.string()),
+                           pa.field("keep", pa.bool_())])
+
+
+def _member_facts(documents: DocumentsInput) -> pa.Table:
+    """doc_id, source, snapshot, text_chars: what the default ranking needs, part by part."""
+    tables = []
+    for index in range(documents.task_count()):
+        part = documents.layout.read_part(index, columns=["doc_id", "source", "snapshot", "text"])
+        tables.append(part.drop_columns(["text"]).append_column(
+            "text_chars", pc.utf8_length(part["text"])))
+    return pa.concat_tables(tables)
+
+
+def _keys(documents: DocumentsInput, stage: str) -> pa.Table:
+    """doc_id and the stage's exact key (`url_hash` or `text_hash`), part by part."""
+    column, key = ("url", url_hash) if stage == URL else ("text", text_hash)
+    tables = []
+    for index in range(documents.task_count()):
+        part = documents.layout.read_part(index, columns=["doc_id", column])
+        values = [key(value) if value else None for value in part[column].to_pylist()]
+        tables.append(pa.table({"doc_id": part["doc_id"],
+                                f"{column}_hash": pa.array(values, pa.uint64())}))
+    return pa.concat_tables(tables)
+
+
+def decide(clusters: Clusters, facts: pa.Table, stage: str,
+           policy: str = "longest") -> tuple[pa.Table, pa.Table, StageStats]:
+    """Cluster rows with `kept_doc_id` and `keep`, drop decisions, and statistics."""
+    members = clusters.table.join(facts, "doc_id")
+    kept = choose_kept(members, Ranking(policy=policy)) if members.num_rows else None
+    rows = clusters.table
+    if kept is not None:
+        rows = rows.join(kept.select(["doc_id", "kept_doc_id"]), "doc_id").sort_by("doc_id")
+    else:
+        rows = rows.append_column("kept_doc_id", pa.array([], pa.string()))
+    keep = pc.equal(rows["doc_id"], rows["kept_doc_id"])
+    rows = rows.append_column("keep", keep).cast(OUTPUT_SCHEMA)
+    dropped = rows.filter(pc.invert(keep))
+    decisions = decisions_table([
+        {"doc_id": row["doc_id"], "stage": stage, "verdict": "drop", "reason": REASONS[stage],
+         "value": float(row["cluster_size"]), "detail": row["cluster_id"],
+         "kept_doc_id": row["kept_doc_id"]}
+        for row in dropped.to_pylist()])
+    stats = StageStats(records_in=facts.num_rows, candidates=facts.num_rows,
+                       docs_out=facts.num_rows - dropped.num_rows)
+    stats.rejects[REASONS[stage]] = dropped.num_rows
+    stats.counts.update({f"cluster_size.{size}": count for size, count in Counter(
+        rows["cluster_size"].to_pylist()).items()})
+    stats.counts["clusters"] = clusters.stats.clusters
+    stats.counts["hot_buckets"] = clusters.stats.hot_buckets
+    stats.counts["capped_members"] = clusters.stats.capped_members
+    return rows, decisions, stats
+
+
+@dataclass(frozen=True)
+class ClusterWork:
+    """One task for the whole partition: grouping needs every document's key."""
+
+    documents: DocumentsInput
+    stage: str
+    settings: DedupSettings
+
+    def __call__(self, index: int) -> TaskOutput:
+        facts = _member_facts(self.documents)
+        if self.stage == NEAR:
+            clusters = cluster_near_duplicates(
+                _signatures(self.documents.store, self.documents.partition),
+                max_bucket_size=self.settings.max_bucket_size)
+        else:
+            key = _keys(self.documents, self.stage)
+            clusters = cluster_by_key(key, key.column_names[1])
+        rows, decisions, stats = decide(clusters, facts, self.stage)
+        return TaskOutput({"part": rows, "decisions": decisions}, stats)
+
+
+def _signatures(store: Store, partition: str) -> pa.Table | list[str]:
+    """The partition's band hashes: Parquet paths for DuckDB to stream locally, else Arrow
+    (signatures only, 14 integers a document)."""
+    layout = PartitionLayout(store, "minhash_signatures", partition)
+    parts = layout.complete_manifest().parts
+    if isinstance(store, LocalStore):
+        return [store.uri(part.key) for part in parts]
+    return pa.concat_tables([read_parquet(store, part.key) for part in parts])
+
+
+@dataclass(frozen=True)
+class LineWork:
+    documents: DocumentsInput
+    settings: DedupSettings
+
+    def __call__(self, index: int) -> TaskOutput:
+        tables = []
+        for part in range(self.documents.task_count()):
+            table = self.documents.read(part)
+            tables.append(line_hash_table(table["doc_id"].to_pylist(),
+                                          table["text"].to_pylist()))
+        found = frequent_lines(pa.concat_tables(tables),
+                               max_documents=self.settings.line_max_documents,
+                               min_chars=self.settings.line_min_chars)
+        edits = found.edits
+        edit_rows = pa.table({
+            "doc_id": edits["doc_id"], "stage": pa.array([LINES] * edits.num_rows),
+            "kind": pa.array(["boilerplate_line"] * edits.num_rows),
+            "line": edits["line"].cast(pa.int32()),
+            "start": pa.nulls(edits.num_rows, pa.int64()),
+            "end": pa.nulls(edits.num_rows, pa.int64())}, schema=EDIT_SCHEMA)
+        empty = found.documents.filter(found.documents["empty_after_edits"])
+        decisions = decisions_table([
+            {"doc_id": doc_id, "stage": LINES, "verdict": "drop", "reason": "empty_after_edits",
+             "value": float(lines)}
+            for doc_id, lines in zip(empty["doc_id"].to_pylist(),
+                                     empty["lines_removed"].to_pylist(), strict=True)])
+        total = sum(table.num_rows for table in tables)
+        documents = pc.count_distinct(pa.concat_tables(tables)["doc_id"]).as_py()
+        stats = StageStats(records_in=documents, candidates=documents,
+                           docs_out=documents - empty.num_rows)
+        stats.rejects["empty_after_edits"] = empty.num_rows
+        stats.counts.update({"lines": total, "lines_removed": edits.num_rows,
+                             "frequent_lines": found.frequent_lines,
+                             "documents_edited": found.documents.num_rows})
+        return TaskOutput({"part": found.documents, "edits": edit_rows,
+                           "decisions": decisions}, stats)
+
+
+def run_partition_dedup(documents: DocumentsInput, stage: str, settings: DedupSettings,
+                        upstream_versions: dict[str, str]) -> PartitionResult:
+    work = LineWork(documents, settings) if stage == LINES else ClusterWork(
+        documents, stage, settings)
+    version = stable_hash({"kernel": KERNEL_VERSION, "stage": stage,
+                           "settings": settings.model_dump(mode="json"),
+                           "documents": documents.data_version(), **upstream_versions})
+    run = PartitionRun(documents.store, stage, documents.partition, version)
+    return run_partition(run, 1, work, workers=0)
+
+
+# --- across partitions ------------------------------------------------------------------------
+
+
+def _cross_keys(store: Store, partition: str, near: bool) -> pa.Table:
+    documents = DocumentsInput(store, partition)
+    keys = _keys(documents, URL).join(_keys(documents, EXACT), "doc_id")
+    if near:
+        signatures = PartitionLayout(store, "minhash_signatures", partition).read_table()
+        keys = keys.join(signatures, "doc_id")
+    return keys
+
+
+@dataclass(frozen=True)
+class CrossRun:
+    added: list[str]
+    reused: list[str]
+    links: int
+    rows: pa.Table
+    decisions: pa.Table
+    stats: StageStats
+
+
+def run_cross_dedup(store: Store, partitions: list[str], settings: DedupSettings,
+                    index_folder: Path) -> CrossRun:
+    """Adds the partitions not yet in the index (only those are read), then clusters the links
+    of all of them and names, per cluster, the member the default ranking keeps."""
+    index = CrossIndex(index_folder, max_bucket_size=settings.max_bucket_size)
+    known = set(index.partitions())
+    added = [p for p in partitions if p not in known]
+    links = 0
+    for partition in added:
+        links += index.add_partition(
+            partition, _cross_keys(store, partition, settings.cross_near_duplicates)).num_rows
+    clusters = index.clusters()
+    facts = pa.concat_tables([_member_facts(DocumentsInput(store, p)) for p in partitions])
+    rows, decisions, stats = decide(clusters, facts, CROSS)
+    return CrossRun(added, sorted(known), links, rows, decisions, stats)
+
+
+def local_index_folder(store: Store) -> Path:
+    """Where the cross index lives: under the root for a local store; on S3, a local working
+    copy (the index's files would go through the Store, see `CrossIndex`)."""
+    if isinstance(store, LocalStore):
+        return Path(store.uri("cross_dedup/index"))
+    return Path(tempfile.gettempdir()) / "corpus-cross-index" / stable_hash(store.uri(""))
+
