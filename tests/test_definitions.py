@@ -14,19 +14,21 @@ from partitions import SNAPSHOT_PARTITIONS_NAME
 from resources import PipelineResource
 from tests.conftest import REPO
 
-PER_SNAPSHOT = {"warc_files", "documents", "language", "heuristics", "quality_scores"}
+PER_SNAPSHOT = {"warc_files", "documents", "language", "heuristics", "minhash_signatures",
+                "url_dedup", "exact_dedup", "dedup_clusters", "line_dedup", "quality_scores"}
 
 
 def test_definitions_load_with_the_asset_graph() -> None:
     graph = defs.resolve_asset_graph()
     keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
-    assert PER_SNAPSHOT | {"quality_classifier"} <= keys
+    assert PER_SNAPSHOT | {"quality_classifier", "cross_dedup"} <= keys
     assert graph.get(AssetKey("documents")).parent_keys == {AssetKey("warc_files")}
     assert graph.get(AssetKey("quality_scores")).parent_keys == {
         AssetKey("documents"), AssetKey("language"), AssetKey("quality_classifier")}
     for key in PER_SNAPSHOT:
         assert graph.get(AssetKey(key)).partitions_def.name == SNAPSHOT_PARTITIONS_NAME
     assert graph.get(AssetKey("quality_classifier")).partitions_def is None
+    assert graph.get(AssetKey("cross_dedup")).partitions_def is None
     checks = {check.name for check in graph.asset_check_keys}
     assert {"documents_contract", "documents_survival", "warc_files_listed",
             "language_keeps_documents", "language_drift", "heuristics_cover_documents",
