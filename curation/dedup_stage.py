@@ -8,6 +8,8 @@ mix applies the same ranking to the members that pass its selection.
 
 from __future__ import annotations
 
+import json
+import shutil
 import tempfile
 from collections import Counter
 from dataclasses import dataclass
@@ -204,6 +206,7 @@ def run_cross_dedup(store: Store, partitions: list[str], settings: DedupSettings
                     index_folder: Path) -> CrossRun:
     """Adds the partitions not yet in the index (only those are read), then clusters the links
     of all of them and names, per cluster, the member the default ranking keeps."""
+    _drop_stale_index(store, partitions, settings, index_folder)
     index = CrossIndex(index_folder, max_bucket_size=settings.max_bucket_size)
     known = set(index.partitions())
     added = [p for p in partitions if p not in known]
@@ -215,6 +218,23 @@ def run_cross_dedup(store: Store, partitions: list[str], settings: DedupSettings
     facts = pa.concat_tables([_member_facts(DocumentsInput(store, p)) for p in partitions])
     rows, decisions, stats = decide(clusters, facts, CROSS)
     return CrossRun(added, sorted(known), links, rows, decisions, stats)
+
+
+def _drop_stale_index(store: Store, partitions: list[str], settings: DedupSettings,
+                      folder: Path) -> None:
+    """The index is append-only: when an indexed partition's documents changed (or it is gone),
+    or the settings changed, it is rebuilt from scratch rather than patched."""
+    state = {"settings": settings.model_dump(mode="json"),
+             "documents": {p: DocumentsInput(store, p).data_version() for p in partitions}}
+    path = folder / "state.json"
+    if path.exists():
+        previous = json.loads(path.read_text())
+        stale = previous["settings"] != state["settings"] or any(
+            state["documents"].get(p) != v for p, v in previous["documents"].items())
+        if stale:
+            shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(state, sort_keys=True))
 
 
 def local_index_folder(store: Store) -> Path:
