@@ -15,7 +15,7 @@ text with spaCy for MinHash; this is most of its MinHash time):
    one shingle of all its words, so short texts still get a signature (datatrove gives them
    none) and two identical short texts are candidates.
 3. **Signatures.** `bands * rows` permutations applied to every shingle hash at once (a
-   shingles x permutations matrix, in blocks so memory stays bounded), minimum over shingles.
+   permutations x shingles matrix, in blocks so memory stays bounded), minimum over shingles.
 4. **Band hashes.** Each band's `rows` minima -> one 64-bit hash (xxHash64-style rounds), the
    keys an LSH bucket grouping compares.
 
@@ -30,7 +30,7 @@ Permutations (`MinHashSettings.permutation`):
 - `mersenne61`: the textbook universal family `(a_k * x + b_k) mod p`, `p = 2**61 - 1`, over
   shingle hashes reduced mod p. A 122-bit product does not fit uint64, so the multiplication is
   split into 32-bit limbs and folded with `2**61 = 1 (mod p)`; exact (tested against Python
-  integers) but about four times the work. datatrove computes `(x * a + b) % p` in uint64,
+  integers) but about half the speed. datatrove computes `(x * a + b) % p` in uint64,
   which silently wraps before the modulus, so its maps are not permutations.
 
 Parameters come from blake2b of the seed, never from a numpy random stream, so the same seed

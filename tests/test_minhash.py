@@ -68,7 +68,7 @@ def test_invalid_settings_name_the_field_and_reason(fields: dict, message: str) 
 
 
 def test_shingles_are_word_ngrams_of_the_normalised_words() -> None:
-    words = split_text(TEXT).words  # 18 spaCy words, 2 of them punctuation
+    words = split_text(TEXT).words  # 19 spaCy words, 2 of them punctuation
     assert len(words) == 19
     assert len(shingles(TEXT)) == 17 - 5 + 1
     # Case, punctuation-only words, digits and diacritics do not matter by default.
