@@ -17,6 +17,7 @@ from corpus_assets.documents import documents
 from corpus_assets.gates import require_passing_gates
 from corpus_assets.metadata import stage_metadata
 from curation.annotate import DocumentsInput
+from curation.config import stable_hash
 from curation.dedup_stage import (
     CROSS,
     EXACT,
@@ -109,7 +110,10 @@ def cross_dedup(pipeline: PipelineResource, storage: StorageResource) -> Materia
                   if PartitionLayout(store, "documents", p).is_complete()]
     run = run_cross_dedup(store, partitions, config.dedup, local_index_folder(store))
     layout = PartitionLayout(store, CROSS, "all")
-    version = "+".join(sorted(partitions))
+    version = stable_hash({"kernel": KERNEL_VERSION, "settings": config.dedup.model_dump(),
+                           "documents": {p: PartitionLayout(store, "documents", p)
+                                         .complete_manifest().data_version
+                                         for p in partitions}})
     layout.prepare(version)
     manifest = Manifest(CROSS, "all", version, [layout.write_part(0, run.rows)],
                         tables={"decisions": [layout.write_table("decisions", 0, run.decisions)]},
