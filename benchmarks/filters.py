@@ -31,7 +31,6 @@ import multiprocessing
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -45,6 +44,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
 
 from benchmarks.corpus import build_corpus  # noqa: E402
 from benchmarks.extraction import ensure_datatrove_venv  # noqa: E402
+from benchmarks.measure import run_json  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent
 WORK_DIR = BENCH_DIR / ".work"
@@ -137,13 +137,6 @@ def read_texts(folder: Path) -> list[dict[str, str]]:
 # --------------------------------------------------------------------------- runs
 
 
-def run_json(command: list[str]) -> dict[str, Any]:
-    """Run a subprocess and parse its last ``RESULT {json}`` line."""
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"{command[:3]} failed:\n{done.stderr[-4000:]}")
-    last = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")][-1]
-    return json.loads(last.removeprefix("RESULT "))
 
 
 def datatrove_independent(python: Path, texts: Path) -> tuple[dict[str, Any], list[dict]]:

@@ -189,3 +189,12 @@ def run_measured(
         result=_parse_result(out_path),
         log_path=err_path,
     )
+
+
+def run_json(command: list[str]) -> dict[str, Any]:
+    """Run a subprocess and parse its last ``RESULT {json}`` line."""
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{command[:3]} failed:\n{done.stderr[-4000:]}")
+    last = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")][-1]
+    return json.loads(last.removeprefix("RESULT "))

@@ -39,7 +39,6 @@ import platform
 import random
 import re
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -53,6 +52,7 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script: make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.measure import run_json  # noqa: E402
 from curation.minhash import (  # noqa: E402
     MinHashSettings,
     band_hashes,
@@ -498,12 +498,6 @@ def datasketch_given_split(
     return time.perf_counter() - start
 
 
-def run_json(command: list[str]) -> dict[str, Any]:
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"{command[:3]} failed:\n{done.stderr[-4000:]}")
-    last = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")][-1]
-    return json.loads(last.removeprefix("RESULT "))
 
 
 @dataclass

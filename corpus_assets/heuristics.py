@@ -4,6 +4,8 @@ Gopher quality and repetition, C4, FineWeb and bad-word signals with a verdict, 
 band hashes of the same split (architecture.md, cost order).
 """
 
+from collections import Counter
+
 from dagster import (
     AssetExecutionContext,
     AssetSpec,
@@ -52,13 +54,12 @@ def heuristics(
                             task_logger(context, partition))
     stats = result.stats
     metadata = stage_metadata(stats, result.wall_seconds)
-    suite_drops = {key.removeprefix("suite_drop."): n for key, n in stats.counts.items()
-                   if key.startswith("suite_drop.")}
-    skipped = {key.removeprefix("skipped."): n for key, n in stats.counts.items()
-               if key.startswith("skipped.")}
-    metadata["drops_per_rule_alone"] = counter_table(type(stats.counts)(suite_drops),
-                                                     "rule (each suite on its own)")
-    metadata["skipped_for_language"] = counter_table(type(stats.counts)(skipped), "rule skipped")
+    suite_drops = Counter({key.removeprefix("suite_drop."): n for key, n in stats.counts.items()
+                           if key.startswith("suite_drop.")})
+    skipped = Counter({key.removeprefix("skipped."): n for key, n in stats.counts.items()
+                       if key.startswith("skipped.")})
+    metadata["drops_per_rule_alone"] = counter_table(suite_drops, "rule (each suite on its own)")
+    metadata["skipped_for_language"] = counter_table(skipped, "rule skipped")
     metadata["skipped_rule_applications"] = MetadataValue.int(sum(skipped.values()))
     metadata["c4_edits"] = MetadataValue.int(stats.counts["edits"])
     yield MaterializeResult(asset_key="heuristics", metadata=metadata,

@@ -48,25 +48,25 @@ OUTPUT_SCHEMA = pa.schema([*CLUSTER_SCHEMA, pa.field("kept_doc_id", pa.string())
                            pa.field("keep", pa.bool_())])
 
 
-def _member_facts(documents: DocumentsInput) -> pa.Table:
-    """doc_id, source, snapshot, text_chars: what the default ranking needs, part by part."""
-    tables = []
-    for index in range(documents.task_count()):
-        part = documents.layout.read_part(index, columns=["doc_id", "source", "snapshot", "text"])
-        tables.append(part.drop_columns(["text"]).append_column(
-            "text_chars", pc.utf8_length(part["text"])))
-    return pa.concat_tables(tables)
+_KEY_COLUMNS = {URL: "url_hash", EXACT: "text_hash"}
 
 
-def _keys(documents: DocumentsInput, stage: str) -> pa.Table:
-    """doc_id and the stage's exact key (`url_hash` or `text_hash`), part by part."""
-    column, key = ("url", url_hash) if stage == URL else ("text", text_hash)
+def _members(documents: DocumentsInput, keys: tuple[str, ...] = ()) -> pa.Table:
+    """doc_id, source, snapshot and text_chars (what the default ranking needs) plus the exact
+    keys asked for (`url_hash`, `text_hash`), reading each documents part once."""
     tables = []
     for index in range(documents.task_count()):
-        part = documents.layout.read_part(index, columns=["doc_id", column])
-        values = [key(value) if value else None for value in part[column].to_pylist()]
-        tables.append(pa.table({"doc_id": part["doc_id"],
-                                f"{column}_hash": pa.array(values, pa.uint64())}))
+        part = documents.layout.read_part(
+            index, columns=["doc_id", "source", "snapshot", "url", "text"])
+        table = part.select(["doc_id", "source", "snapshot"]).append_column(
+            "text_chars", pc.utf8_length(part["text"]))
+        if "url_hash" in keys:
+            table = table.append_column("url_hash", pa.array(
+                [url_hash(url) if url else None for url in part["url"].to_pylist()], pa.uint64()))
+        if "text_hash" in keys:
+            table = table.append_column("text_hash", pa.array(
+                [text_hash(text) for text in part["text"].to_pylist()], pa.uint64()))
+        tables.append(table)
     return pa.concat_tables(tables)
 
 
@@ -108,15 +108,16 @@ class ClusterWork:
     settings: DedupSettings
 
     def __call__(self, index: int) -> TaskOutput:
-        facts = _member_facts(self.documents)
-        if self.stage == NEAR:
+        key = _KEY_COLUMNS.get(self.stage)
+        members = _members(self.documents, (key,) if key else ())
+        if key is None:
             clusters = cluster_near_duplicates(
                 _signatures(self.documents.store, self.documents.partition),
                 max_bucket_size=self.settings.max_bucket_size)
         else:
-            key = _keys(self.documents, self.stage)
-            clusters = cluster_by_key(key, key.column_names[1])
-        rows, decisions, stats = decide(clusters, facts, self.stage)
+            clusters = cluster_by_key(members.select(["doc_id", key]), key)
+            members = members.drop_columns([key])
+        rows, decisions, stats = decide(clusters, members, self.stage)
         return TaskOutput({"part": rows, "decisions": decisions}, stats)
 
 
@@ -183,13 +184,14 @@ def run_partition_dedup(documents: DocumentsInput, stage: str, settings: DedupSe
 # --- across partitions ------------------------------------------------------------------------
 
 
-def _cross_keys(store: Store, partition: str, near: bool) -> pa.Table:
-    documents = DocumentsInput(store, partition)
-    keys = _keys(documents, URL).join(_keys(documents, EXACT), "doc_id")
+def _cross_keys(store: Store, partition: str, near: bool) -> tuple[pa.Table, pa.Table]:
+    """The partition's keys for the index, and its members' ranking facts."""
+    members = _members(DocumentsInput(store, partition), ("url_hash", "text_hash"))
+    keys = members.select(["doc_id", "url_hash", "text_hash"])
     if near:
-        signatures = PartitionLayout(store, "minhash_signatures", partition).read_table()
-        keys = keys.join(signatures, "doc_id")
-    return keys
+        keys = keys.join(PartitionLayout(store, "minhash_signatures", partition).read_table(),
+                         "doc_id")
+    return keys, members.drop_columns(["url_hash", "text_hash"])
 
 
 @dataclass(frozen=True)
@@ -211,12 +213,15 @@ def run_cross_dedup(store: Store, partitions: list[str], settings: DedupSettings
     known = set(index.partitions())
     added = [p for p in partitions if p not in known]
     links = 0
-    for partition in added:
-        links += index.add_partition(
-            partition, _cross_keys(store, partition, settings.cross_near_duplicates)).num_rows
-    clusters = index.clusters()
-    facts = pa.concat_tables([_member_facts(DocumentsInput(store, p)) for p in partitions])
-    rows, decisions, stats = decide(clusters, facts, CROSS)
+    facts = []
+    for partition in partitions:
+        if partition not in added:  # indexed already: only its members' ranking facts
+            facts.append(_members(DocumentsInput(store, partition)))
+            continue
+        keys, members = _cross_keys(store, partition, settings.cross_near_duplicates)
+        facts.append(members)
+        links += index.add_partition(partition, keys).num_rows
+    rows, decisions, stats = decide(index.clusters(), pa.concat_tables(facts), CROSS)
     return CrossRun(added, sorted(known), links, rows, decisions, stats)
 
 

@@ -153,7 +153,7 @@ def test_whole_graph_on_s3_with_common_crawl_layout(shared_data, s3, tmp_path) -
     assert all(key.startswith("v1/") and not key.endswith(".tmp") for key in keys)
 
 
-def test_boto3_default_chain_is_not_needed(s3_endpoint) -> None:
+def test_store_pickles_with_its_s3_settings(s3_endpoint) -> None:
     # The resource's own settings reach worker processes; nothing relies on ambient credentials.
     resource = S3Resource(endpoint_url=s3_endpoint, **CREDENTIALS)
     storage = StorageResource(root="s3://corpus-two/x", s3=resource)
