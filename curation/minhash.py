@@ -7,8 +7,8 @@ least one band hash with probability `1 - (1 - s**8)**14` (0.5 near s = 0.72, 0.
 Per document, from the `SplitText` the heuristic filters already made (datatrove re-splits the
 text with spaCy for MinHash; this is most of its MinHash time):
 
-1. **Words.** `SplitText.words`, normalised (see `MinHashSettings`) and hashed to 64 bits once
-   per distinct word (a bounded cache, so a document costs one dict look-up per word).
+1. **Words.** The split's words, normalised (see `MinHashSettings`) and hashed to 64 bits once
+   per distinct word in the process (`SplitText.per_token`: a numpy gather per document).
 2. **Shingles.** Each window of `ngram` consecutive word hashes -> one 64-bit hash: a weighted
    sum of the window with fixed odd weights (order matters), then the splitmix64 finaliser, all
    vectorised over the windows. A document with fewer words than `ngram` (but at least one) is
@@ -51,7 +51,7 @@ import pyarrow as pa
 import regex
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from curation.text import IS_PUNCT, NON_SYMBOL, SplitText, _BoundedCache
+from curation.text import IS_PUNCT, NON_SYMBOL, SplitText
 
 U64 = np.uint64
 EMPTY_SIGNATURE = U64(np.iinfo(np.uint64).max)  # every row of a document without words
@@ -61,7 +61,6 @@ MAX_NGRAM = 64
 # Shingles per matrix block: bounds memory (about 1 MB at 112 permutations); larger blocks
 # measured no faster.
 _BLOCK_ROWS = 1024
-_WORD_CACHE_SIZE = 1_000_000
 
 
 class MinHashSettings(BaseModel):
@@ -162,21 +161,13 @@ def _normaliser(lowercase: bool, numbers: bool, diacritics: bool) -> Callable[[s
     return normalise
 
 
-@cache
-def _word_cache(lowercase: bool, numbers: bool, diacritics: bool) -> _BoundedCache:
-    """word -> hash of its normalised form, one cache per normalisation (at most eight)."""
-    normalise = _normaliser(lowercase, numbers, diacritics)
-    return _BoundedCache(lambda word: _word_hash(normalise(word)), _WORD_CACHE_SIZE)
-
-
 def word_hashes(split: SplitText, settings: MinHashSettings) -> np.ndarray:
     """64-bit hashes of the document's normalised words, in order (uint64)."""
-    lookup = _word_cache(
-        settings.lowercase, settings.normalise_numbers, settings.strip_diacritics
-    ).__getitem__
-    # Every word is looked up, punctuation too, and dropped afterwards with the split's flags:
+    options = (settings.lowercase, settings.normalise_numbers, settings.strip_diacritics)
+    normalise = _normaliser(*options)
+    # Every word is hashed, punctuation too, and dropped afterwards with the split's flags:
     # a numpy mask is cheaper than building a filtered word list.
-    hashes = np.fromiter(map(lookup, split.words), dtype=np.uint64, count=len(split.words))
+    hashes = split.per_token(("minhash", *options), lambda word: _word_hash(normalise(word)))
     if settings.drop_punctuation:
         flags = split.word_flags
         hashes = hashes[((flags & U64(NON_SYMBOL)) != 0) & ((flags & U64(IS_PUNCT)) == 0)]

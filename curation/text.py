@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
-from itertools import chain
+from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
@@ -157,22 +157,32 @@ _PREFIXES = (
     + _split(_CURRENCY)
     + _ICON_LIST
 )
-_SUFFIXES = (
-    _split(_PUNCT)
-    + _ELLIPSES
-    + _split(_QUOTES)
-    + _ICON_LIST
-    + ["'s", "'S", "’s", "’S", "—", "–"]
+
+
+def _last_chars(items: str) -> str:
+    return "".join(item[-1] for item in _split(items) if item)
+
+
+# Each suffix rule with the characters it can end with (None: any of the icons) and whether it
+# is a plain string; `_suffix_length` runs only the rules that can end a given chunk.
+_SUFFIX_RULES: list[tuple[str, str | None, bool]] = (
+    [
+        (rule, rule[-1], True)
+        for rule in _split(_PUNCT) + ["…"] + _split(_QUOTES) + ["'s", "'S", "’s", "’S", "—", "–"]
+        if rule
+    ]
+    + [(r"\.\.+", ".", False), (_ICON_LIST[0], None, False)]
     + [
-        r"(?<=[0-9])\+",
-        r"(?<=°[FfCcKk])\.",
-        rf"(?<=[0-9])(?:{_merge(_CURRENCY)})",
-        rf"(?<=[0-9])(?:{_merge(_UNITS)})",
+        (r"(?<=[0-9])\+", "+", False),
+        (r"(?<=°[FfCcKk])\.", ".", False),
+        (rf"(?<=[0-9])(?:{_merge(_CURRENCY)})", _last_chars(_CURRENCY), False),
+        (rf"(?<=[0-9])(?:{_merge(_UNITS)})", _last_chars(_UNITS), False),
         # The class below is spaCy's, quirks included: "(?:" and "|" are literal there.
-        rf"(?<=[0-9%²\-\+{_merge(_PUNCT)}(?:{_QUOTE_CLASS})]|{_LOWER_CHAR})\.",
-        rf"(?<={_UPPER_CHAR}{_UPPER_CHAR})\.",
+        (rf"(?<=[0-9%²\-\+{_merge(_PUNCT)}(?:{_QUOTE_CLASS})]|{_LOWER_CHAR})\.", ".", False),
+        (rf"(?<={_UPPER_CHAR}{_UPPER_CHAR})\.", ".", False),
     ]
 )
+_SUFFIXES = [rule for rule, _, _ in _SUFFIX_RULES]
 _INFIXES = (
     _ELLIPSES
     + _ICON_LIST
@@ -186,7 +196,7 @@ _INFIXES = (
 )
 _PREFIX_MATCH = regex.compile("|".join("^" + p for p in _PREFIXES if p.strip())).match
 _SUFFIX_SEARCH = regex.compile("|".join(p + "$" for p in _SUFFIXES if p.strip())).search
-_INFIX_FINDITER = regex.compile("|".join(p for p in _INFIXES if p.strip())).finditer
+_INFIX_MATCH = regex.compile("|".join(p for p in _INFIXES if p.strip())).match
 # spaCy's URL_MATCH (spacy/lang/tokenizer_exceptions.py): a URL or e-mail address stays whole.
 # Its user-info part "\S+(?::\S*)?@" is written "\S+@", the same language (":" is "\S"), because
 # the original backtracks quadratically on long chunks full of colons.
@@ -286,13 +296,40 @@ _SPECIALS = _exceptions()
 # Every suffix rule but the ellipsis matches at most a few characters, so the (leftmost) suffix
 # is found in the tail; searching all of a long chunk of punctuation would be quadratic.
 _SUFFIX_WINDOW = 16
-# The last characters a suffix rule can end with, besides symbols and the units and currencies
-# that follow a digit: the regex runs only when one of these could match.
-_SUFFIX_ENDS = frozenset(_group(_PUNCT) + _group(_QUOTES) + "….sS—–+").difference("\\")
 _DIGIT = regex.compile(r"[0-9]").search
-# Characters an infix rule needs (ellipses, hyphens, "." "," ":" "<" ">" "=" "/", operators
-# between digits, symbols).
-_INFIX_CHARS = regex.compile(rf"[.…,\-–—~+*^:<>=/{_ICONS}]").search
+_ICON_CHAR = regex.compile(_ICON_LIST[0]).fullmatch
+# The characters an infix can start with (ellipses, hyphens, "." "," ":" "<" ">" "=" "/",
+# operators between digits, symbols); the symbols' long class is slow, and never needed for
+# ASCII text.
+_INFIX_STARTS = regex.compile(rf"[.…,\-–—~+*^:<>=/{_ICONS}]").finditer
+_ASCII_INFIX_STARTS = regex.compile(r"[.,\-~+*^:<>=/]").finditer
+
+
+@dataclass(frozen=True)
+class _SuffixRules:
+    """The suffix rules that can end with one given character."""
+
+    literals: tuple[str, ...]  # plain strings, longest first
+    search: Callable[..., Any] | None  # all of them, when some is more than a plain string
+    needs_digit: bool  # every rule but the plain strings looks behind for a digit
+
+
+@cache
+def _suffix_rules(last: str) -> _SuffixRules:
+    chosen = [
+        (rule, plain)
+        for rule, ends, plain in _SUFFIX_RULES
+        if (last in ends if ends is not None else _ICON_CHAR(last))
+    ]
+    literals = sorted({rule.replace("\\", "") for rule, plain in chosen if plain}, key=len)[::-1]
+    others = [rule for rule, plain in chosen if not plain]
+    if not others:
+        return _SuffixRules(tuple(literals), None, False)
+    # Every rule is anchored at the end, so the leftmost match is the longest suffix whatever
+    # the order of the rules: leaving out those that cannot end with `last` changes nothing.
+    pattern = "|".join(rule + "$" for rule in [*map(regex.escape, literals), *others])
+    needs_digit = all(rule.startswith("(?<=[0-9])") for rule in others)
+    return _SuffixRules(tuple(literals), regex.compile(pattern).search, needs_digit)
 
 
 def _suffix_length(string: str) -> int:
@@ -300,16 +337,13 @@ def _suffix_length(string: str) -> int:
         return 0
     if string.endswith(".."):  # no rule but the ellipsis ends in two dots: the whole dot run
         return len(string) - len(string.rstrip("."))
+    rules = _suffix_rules(string[-1])
     start = max(0, len(string) - _SUFFIX_WINDOW)
-    if (
-        string[-1] not in _SUFFIX_ENDS
-        and unicodedata.category(string[-1]) != "So"
-        and not _DIGIT(string, start)
-    ):
-        return 0
-    # Lookbehinds still see the characters before the start position.
-    match = _SUFFIX_SEARCH(string, start)
-    return match.end() - match.start() if match else 0
+    if rules.search is not None and not (rules.needs_digit and not _DIGIT(string, start)):
+        # Lookbehinds still see the characters before the start position.
+        match = rules.search(string, start)
+        return match.end() - match.start() if match else 0
+    return next((len(suffix) for suffix in rules.literals if string.endswith(suffix)), 0)
 
 
 def _split_affixes(
@@ -351,13 +385,24 @@ def _split_affixes(
     return prefixes, string, suffixes
 
 
+def _infixes(string: str) -> Iterator[Any]:
+    """The infix rules' `finditer` over `string`, trying them only where an infix can start
+    (each try costs every rule; most positions cannot start one)."""
+    end = 0
+    starts = _ASCII_INFIX_STARTS if string.isascii() else _INFIX_STARTS
+    for candidate in starts(string):
+        if candidate.start() >= end:
+            match = _INFIX_MATCH(string, candidate.start())
+            if match:
+                yield match
+                end = match.end()
+
+
 def _split_infixes(string: str) -> list[str]:
     """spaCy's infix loop, quirk included: a match at position 0 is skipped."""
-    if not _INFIX_CHARS(string):
-        return [string]
     tokens: list[str] = []
     start = 0
-    for match in _INFIX_FINDITER(string):
+    for match in _infixes(string):
         infix_start, infix_end = match.span()
         if infix_start == 0:
             continue
@@ -380,7 +425,7 @@ def _tokenize_affixes(chunk: str, specials: dict[str, tuple[str, ...]]) -> tuple
         middle: list[str] | tuple[str, ...] = []
     elif core in specials:
         middle = specials[core]
-    elif core.isalpha() or _URL_MATCH(core):  # letters alone have no infix either
+    elif core.isalpha() or ("." in core and _URL_MATCH(core)):  # no infix in letters or a URL
         middle = [core]
     else:
         middle = _split_infixes(core)
@@ -389,7 +434,7 @@ def _tokenize_affixes(chunk: str, specials: dict[str, tuple[str, ...]]) -> tuple
 
 def _has_affix(string: str) -> bool:
     return bool(
-        _PREFIX_MATCH(string) or _SUFFIX_SEARCH(string) or next(_INFIX_FINDITER(string), None)
+        _PREFIX_MATCH(string) or _SUFFIX_SEARCH(string) or next(_infixes(string), None)
     )
 
 
@@ -399,6 +444,7 @@ _SPECIAL_PATTERNS = {
     _tokenize_affixes(orth, {}): parts for orth, parts in _SPECIALS.items() if _has_affix(orth)
 }
 _LONGEST_PATTERN = max(map(len, _SPECIAL_PATTERNS))
+_PATTERN_STARTS = frozenset(pattern[0] for pattern in _SPECIAL_PATTERNS)
 
 
 def _apply_special_patterns(tokens: tuple[str, ...]) -> tuple[str, ...]:
@@ -428,12 +474,28 @@ def _apply_special_patterns(tokens: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _word_and_mark(chunk: str) -> tuple[str, ...] | None:
+    """The common "word," or "word." in a few steps: what the affix loop gives when letters
+    end with a one-character suffix and no prefix (None for any other chunk)."""
+    word = chunk[:-1]
+    if (
+        not word.isalpha()
+        or chunk in _SPECIALS
+        or _PREFIX_MATCH(chunk)
+        or _suffix_length(chunk) != 1
+    ):
+        return None
+    return (*_SPECIALS.get(word, (word,)), chunk[-1])
+
+
 def tokenize_chunk(chunk: str) -> tuple[str, ...]:
     """spaCy English tokens of one whitespace-free chunk."""
     if chunk.isalpha() or (chunk.isascii() and chunk.isdigit()):  # no rule splits these
         return _SPECIALS.get(chunk) or (chunk,)
-    tokens = _tokenize_affixes(chunk, _SPECIALS)
-    return _apply_special_patterns(tokens) if len(tokens) > 1 else tokens
+    tokens = _word_and_mark(chunk) or _tokenize_affixes(chunk, _SPECIALS)
+    if len(tokens) > 1 and not _PATTERN_STARTS.isdisjoint(tokens):
+        return _apply_special_patterns(tokens)
+    return tokens
 
 
 class _BoundedCache(dict[str, Any]):
@@ -452,9 +514,6 @@ class _BoundedCache(dict[str, Any]):
         return value
 
 
-_CHUNK_TOKENS = _BoundedCache(tokenize_chunk, 500_000)
-
-
 # --- per-token facts -------------------------------------------------------------------------
 
 # Bits of a token's flags; the upper 56 bits of a token's code are a stable hash of its text.
@@ -466,7 +525,9 @@ _FLAG_BITS = 8
 FLAG_MASK = (1 << _FLAG_BITS) - 1
 
 
-def _token_code(token: str) -> int:
+def _token_flags(token: str) -> int:
+    if token.isalpha():  # no letter is punctuation or ends a sentence
+        return NON_SYMBOL | HAS_ALPHA
     flags = 0
     if not _PUNCTUATION_SET.issuperset(token):
         flags |= NON_SYMBOL
@@ -476,39 +537,165 @@ def _token_code(token: str) -> int:
         flags |= SENTENCE_END
     if all(unicodedata.category(ch).startswith("P") for ch in token):
         flags |= IS_PUNCT
+    return flags
+
+
+def _token_code(token: str) -> int:
     digest = hashlib.blake2b(token.encode("utf-8", "surrogatepass"), digest_size=7).digest()
-    return int.from_bytes(digest, "little") << _FLAG_BITS | flags
+    return int.from_bytes(digest, "little") << _FLAG_BITS | _token_flags(token)
 
 
-_TOKEN_CODES = _BoundedCache(_token_code, 1_000_000)
+class _Growable:
+    """A numpy array that grows: appends go to a list, moved into the array when it is read."""
+
+    def __init__(self, dtype: type) -> None:
+        self._data = np.empty(1024, dtype=dtype)
+        self._size = 0
+        self._pending: list[int] = []
+        self.append = self._pending.append
+
+    @property
+    def size(self) -> int:
+        return self._size + len(self._pending)
+
+    def extend(self, values: np.ndarray) -> None:
+        self.view()
+        if self._size + len(values) > len(self._data):
+            bigger = np.empty(max(2 * len(self._data), self._size + len(values)), self._data.dtype)
+            bigger[: self._size] = self._data[: self._size]
+            self._data = bigger
+        self._data[self._size : self._size + len(values)] = values
+        self._size += len(values)
+
+    def view(self) -> np.ndarray:
+        if self._pending:
+            pending = np.array(self._pending, dtype=self._data.dtype)
+            self._pending.clear()
+            self.extend(pending)
+        return self._data[: self._size]
 
 
-# spaCy keeps a whitespace run as a token unless it is exactly one space; such a token is not
-# punctuation, so it can start a sentence.
-_PIECES = regex.compile(r"\S+|\s{2,}|[^\S ]")
-_ODD_SPACE = regex.compile(r"\s{2,}|[^\S ]")
-# A new sentence starts at the first non-punctuation token after a sentence-ending token
-# (spaCy's Sentencizer), with one letter per token: E ends a sentence, P is other punctuation,
-# W is anything else.
-_SENTENCE_BREAK = regex.compile(r"E[EP]*W")
+class _Numbering(dict[str, int]):
+    """chunk -> its number, numbering a new chunk on its first look-up."""
+
+    def __init__(self, add: Callable[[str], int]) -> None:
+        super().__init__()
+        self._add = add
+
+    def __missing__(self, key: str) -> int:
+        number = self[key] = self._add(key)
+        return number
+
+
+class _Vocabulary:
+    """Every distinct chunk and token met so far, numbered, with per-token values in arrays.
+
+    A document's split then costs one dict look-up per whitespace-separated chunk; its tokens,
+    their codes and any other per-token value (MinHash's normalised word hashes) are numpy
+    gathers. Past its size limit it starts afresh under a new `generation`, so a split made
+    before can tell that its token ids are stale.
+    """
+
+    def __init__(self, max_size: int) -> None:
+        self.max_size = max_size
+        self._start()
+
+    def _start(self) -> None:
+        self.generation = uuid.uuid4().hex
+        self.chunk_index = _Numbering(self._add_chunk)
+        self.chunk_start = _Growable(np.int64)  # where each chunk's tokens start in chunk_tokens
+        self.chunk_size = _Growable(np.int64)
+        self.chunk_tokens = _Growable(np.int64)  # token ids of every chunk, chunk after chunk
+        self._chunk_tokens_size = 0
+        self.token_index: dict[str, int] = {}
+        self.tokens: list[str] = []
+        self.codes = _Growable(np.uint64)
+        self._tables: dict[Any, _Growable] = {}
+
+    def _add_chunk(self, chunk: str) -> int:
+        tokens = tokenize_chunk(chunk)
+        self.chunk_start.append(self._chunk_tokens_size)
+        self.chunk_size.append(len(tokens))
+        self._chunk_tokens_size += len(tokens)
+        get = self.token_index.get
+        for token in tokens:
+            token_id = get(token)
+            self.chunk_tokens.append(self._add_token(token) if token_id is None else token_id)
+        return len(self.chunk_index)
+
+    def _add_token(self, token: str) -> int:
+        token_id = self.token_index[token] = len(self.tokens)
+        self.tokens.append(token)
+        self.codes.append(_token_code(token))
+        return token_id
+
+    def token_ids(self, chunks: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The token ids of `chunks`, and how many tokens each chunk has."""
+        if len(self.chunk_index) > self.max_size or len(self.tokens) > self.max_size:
+            self._start()
+        ids = np.fromiter(map(self.chunk_index.__getitem__, chunks), np.int64, len(chunks))
+        sizes = self.chunk_size.view()[ids]
+        starts = self.chunk_start.view()[ids]
+        if (sizes == 1).all():  # the common case: no chunk splits
+            return self.chunk_tokens.view()[starts], sizes
+        before = np.cumsum(sizes) - sizes  # tokens of the earlier chunks
+        positions = np.arange(int(sizes.sum())) + np.repeat(starts - before, sizes)
+        return self.chunk_tokens.view()[positions], sizes
+
+    def clear_tables(self) -> None:
+        self._tables.clear()
+
+    def per_token(self, key: Any, compute: Callable[[str], int]) -> np.ndarray:
+        """`compute(token)` for every token id (uint64), computed once per token."""
+        table = self._tables.setdefault(key, _Growable(np.uint64))
+        if table.size < len(self.tokens):
+            new = self.tokens[table.size :]
+            table.extend(np.fromiter(map(compute, new), np.uint64, len(new)))
+        return table.view()
+
+
+_VOCABULARY = _Vocabulary(max_size=1_000_000)
+
+
+def clear_per_token_values() -> None:
+    """Forget every `per_token` value computed so far (benchmarks time them cold)."""
+    _VOCABULARY.clear_tables()
 
 
 @dataclass(frozen=True, eq=False)
 class SplitText:
-    """A document split once: its lines and its spaCy-compatible words, with per-word facts.
+    """A document split once: its spaCy-compatible words, with per-word facts, and its lines.
 
-    `lines` are `text.splitlines()` (what Gopher's bullet and ellipsis rules and C4 use); other
-    line splits are cheap derivations left to the suites that need them. `word_codes` packs, per
-    word, a stable 56-bit hash of its text (for n-gram repetition and MinHash shingles) above
-    8 bits of flags (`NON_SYMBOL`, `HAS_ALPHA`, `SENTENCE_END`, `IS_PUNCT`). `chunk_sizes` is
-    the number of words of each whitespace-separated chunk of the text.
+    `word_codes` packs, per word, a stable 56-bit hash of its text (for n-gram repetition and
+    MinHash shingles) above 8 bits of flags (`NON_SYMBOL`, `HAS_ALPHA`, `SENTENCE_END`,
+    `IS_PUNCT`). `chunk_sizes` is the number of words of each whitespace-separated chunk of the
+    text. `token_ids` number the words in this process's vocabulary (`per_token` values).
     """
 
     text: str
-    lines: list[str]
-    words: list[str]
+    token_ids: np.ndarray = field(repr=False)
     word_codes: np.ndarray = field(repr=False)
     chunk_sizes: np.ndarray = field(repr=False)
+    generation: str = field(repr=False)
+
+    @cached_property
+    def words(self) -> list[str]:
+        if self.generation != _VOCABULARY.generation:
+            return split_text(self.text).words
+        return list(map(_VOCABULARY.tokens.__getitem__, self.token_ids.tolist()))
+
+    @cached_property
+    def lines(self) -> list[str]:
+        """`text.splitlines()` (what Gopher's bullet and ellipsis rules and C4 use); other line
+        splits are cheap derivations left to the suites that need them."""
+        return self.text.splitlines()
+
+    def per_token(self, key: Any, compute: Callable[[str], int]) -> np.ndarray:
+        """`compute(word)` for every word (uint64), each distinct word computed once per
+        process (`key` names the function)."""
+        if self.generation != _VOCABULARY.generation:
+            return split_text(self.text).per_token(key, compute)
+        return _VOCABULARY.per_token(key, compute)[self.token_ids]
 
     @cached_property
     def word_lengths(self) -> np.ndarray:
@@ -551,19 +738,27 @@ class SplitText:
         return 1 + len(_SENTENCE_BREAK.findall(codes)) if codes else 0
 
 
+# spaCy keeps a whitespace run as a token unless it is exactly one space; such a token is not
+# punctuation, so it can start a sentence.
+_PIECES = regex.compile(r"\S+|\s{2,}|[^\S ]")
+_ODD_SPACE = regex.compile(r"\s{2,}|[^\S ]")
+# A new sentence starts at the first non-punctuation token after a sentence-ending token
+# (spaCy's Sentencizer), with one letter per token: E ends a sentence, P is other punctuation,
+# W is anything else.
+_SENTENCE_BREAK = regex.compile(r"E[EP]*W")
+
+
 def split_words(text: str) -> list[str]:
     """spaCy blank-English tokens of `text`, whitespace tokens left out (datatrove's
     `split_into_words`)."""
-    return list(chain.from_iterable(map(_CHUNK_TOKENS.__getitem__, text.split())))
+    return split_text(text).words
 
 
 def split_text(text: str) -> SplitText:
     """The one split of `text` every rule suite (and MinHash) shares."""
-    pieces = list(map(_CHUNK_TOKENS.__getitem__, text.split()))
-    words = list(chain.from_iterable(pieces))
-    codes = np.fromiter(map(_TOKEN_CODES.__getitem__, words), dtype=np.uint64, count=len(words))
-    sizes = np.fromiter(map(len, pieces), dtype=np.int64, count=len(pieces))
-    return SplitText(text, text.splitlines(), words, codes, sizes)
+    token_ids, sizes = _VOCABULARY.token_ids(text.split())
+    codes = _VOCABULARY.codes.view()[token_ids]
+    return SplitText(text, token_ids, codes, sizes, _VOCABULARY.generation)
 
 
 # --- sentences of an arbitrary line ----------------------------------------------------------
@@ -573,8 +768,8 @@ def _sentence_codes(piece: str) -> str:
     if piece.isspace():
         return "W"
     codes = []
-    for token in _CHUNK_TOKENS[piece]:
-        flags = _TOKEN_CODES[token] & FLAG_MASK
+    for token in tokenize_chunk(piece):
+        flags = _token_flags(token)
         codes.append("E" if flags & SENTENCE_END else "P" if flags & IS_PUNCT else "W")
     return "".join(codes)
 
