@@ -2,17 +2,21 @@
 
 from dagster import AssetSelection, Definitions, define_asset_job, load_asset_checks_from_modules
 
+import checks.decontamination
 import checks.dedup
 import checks.documents
 import checks.heuristics
 import checks.language
 import checks.quality
+import checks.scrubbed
 import checks.warc_files
+from corpus_assets.decontamination import decontaminated, eval_suite
 from corpus_assets.dedup import cross_dedup, dedup_clusters, exact_dedup, line_dedup, url_dedup
 from corpus_assets.documents import documents
 from corpus_assets.heuristics import heuristics
 from corpus_assets.language import language
 from corpus_assets.quality import quality_classifier, quality_scores
+from corpus_assets.scrubbed import scrubbed
 from corpus_assets.sensors import register_partitions
 from corpus_assets.warc_files import warc_files
 from resources import default_resources
@@ -21,31 +25,35 @@ from resources import default_resources
 OPT_IN_GROUP = "opt_in"
 
 # The main job runs in this order, since pipeline-wide models read every snapshot's signals and
-# the scores read the models: per-snapshot ingest and signals, then models, then scores.
+# the scores read the models: per-snapshot ingest, signals and the text rewrite, then models,
+# then scores.
 per_snapshot_job = define_asset_job(
     "per_snapshot",
-    selection=AssetSelection.groups("ingest", "signals", "dedup"),
-    description="Ingest and signals for one snapshot or source partition, with their checks.",
+    selection=AssetSelection.groups("ingest", "signals", "dedup", "scrub"),
+    description="Ingest, signals, dedup and the scrubbed text for one snapshot or source "
+    "partition, with their checks.",
 )
 models_job = define_asset_job(
     "models",
     selection=AssetSelection.groups("models"),
     description="Pipeline-wide assets built from every snapshot's signals: the quality "
-    "classifier and the cross-partition duplicate links.",
+    "classifier, the cross-partition duplicate links and the eval-suite index.",
 )
 scores_job = define_asset_job(
     "scores",
-    selection=AssetSelection.groups("scores"),
-    description="Per-snapshot scores from the pipeline-wide models.",
+    selection=AssetSelection.groups("scores", "decontamination"),
+    description="Per-snapshot annotations from the pipeline-wide models: quality scores and "
+    "eval-suite hits.",
 )
 MAIN_JOBS = ("per_snapshot", "models", "scores")
 
 defs = Definitions(
     assets=[warc_files, documents, language, heuristics, url_dedup, exact_dedup,
-            dedup_clusters, line_dedup, cross_dedup, quality_classifier, quality_scores],
+            dedup_clusters, line_dedup, scrubbed, cross_dedup, quality_classifier,
+            quality_scores, eval_suite, decontaminated],
     asset_checks=load_asset_checks_from_modules(
         [checks.warc_files, checks.documents, checks.language, checks.heuristics,
-         checks.dedup, checks.quality]
+         checks.dedup, checks.scrubbed, checks.quality, checks.decontamination]
     ),
     jobs=[per_snapshot_job, models_job, scores_job],
     sensors=[register_partitions],

@@ -7,8 +7,9 @@ from dagster import DagsterInstance, ExecuteInProcessResult
 
 from corpus_assets.definitions import MAIN_JOBS, defs
 
-# Jobs whose assets are partitioned by snapshot; the others run once for the pipeline.
+# Jobs whose assets are partitioned by snapshot, and by recipe; the others run once.
 PER_PARTITION_JOBS = {"per_snapshot", "scores"}
+PER_RECIPE_JOBS = {"dataset"}
 
 
 @dataclass(frozen=True)
@@ -23,13 +24,16 @@ def run_main_jobs(
     partitions: list[str],
     run_config: dict,
     on_run: Callable[[JobRun], None] | None = None,
+    recipes: list[str] | None = None,
 ) -> list[JobRun]:
     """Per-snapshot ingest and signals for each partition, then the pipeline-wide models, then
-    the per-snapshot scores; stops at the first failed run."""
+    the per-snapshot scores, then each recipe's dataset; stops at the first failed run."""
     runs: list[JobRun] = []
     for name in MAIN_JOBS:
         job = defs.resolve_job_def(name)
-        for partition in partitions if name in PER_PARTITION_JOBS else [None]:
+        keys = (partitions if name in PER_PARTITION_JOBS
+                else recipes or [] if name in PER_RECIPE_JOBS else [None])
+        for partition in keys:
             result = job.execute_in_process(partition_key=partition, instance=instance,
                                             run_config=run_config, raise_on_error=False)
             runs.append(JobRun(name, partition, result))

@@ -12,7 +12,13 @@ from typing import Annotated
 
 import typer
 
-from curation.config import ConfigError, dataset_version, load_pipeline, load_recipe
+from curation.config import (
+    ConfigError,
+    dataset_version,
+    load_pipeline,
+    load_recipe,
+    recipe_names,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_HOME = PROJECT_ROOT / ".dagster_home"
@@ -84,16 +90,34 @@ def config_validate(
 
 
 def register(pipeline: Path) -> list[str]:
-    """Adds the pipeline's partitions to the instance; returns the ones that were new."""
-    from partitions import SNAPSHOT_PARTITIONS_NAME
+    """Adds the pipeline's partitions and the recipes beside it to the instance; returns the
+    ones that were new."""
+    from partitions import RECIPE_PARTITIONS_NAME, SNAPSHOT_PARTITIONS_NAME
 
     config = _load_pipeline_or_exit(pipeline)
     instance = _instance()
-    known = set(instance.get_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME))
-    missing = [key for key in config.partition_keys() if key not in known]
-    if missing:
-        instance.add_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME, missing)
-    return missing
+    added = []
+    for name, declared in ((SNAPSHOT_PARTITIONS_NAME, config.partition_keys()),
+                           (RECIPE_PARTITIONS_NAME, _recipes(pipeline))):
+        known = set(instance.get_dynamic_partitions(name))
+        missing = [key for key in declared if key not in known]
+        if missing:
+            instance.add_dynamic_partitions(name, missing)
+        added += missing
+    return added
+
+
+def _recipes(pipeline: Path) -> list[str]:
+    """The recipe partitions: every recipe beside the pipeline, validated now."""
+    config = _load_pipeline_or_exit(pipeline)
+    folder = pipeline.resolve().parent / "recipes"
+    for name in recipe_names(folder):
+        try:
+            load_recipe(folder / f"{name}.yaml", config)
+        except ConfigError as error:
+            typer.secho(str(error), fg=typer.colors.RED, err=True)
+            raise typer.Exit(2) from None
+    return recipe_names(folder)
 
 
 @snapshots_app.command("register")
@@ -131,7 +155,8 @@ def materialize_partitions(partitions: list[str], workers: int, root: str,
                    f"at {time.perf_counter() - started:.1f} s")
 
     runs = run_main_jobs(_instance(), partitions,
-                         main_run_config(str(pipeline), root, workers), report)
+                         main_run_config(str(pipeline), root, workers), report,
+                         recipes=_recipes(pipeline))
     if not runs[-1].result.success:
         raise typer.Exit(1)
     return [row for run in runs for row in _summary_rows(run.result, run.partition or "all")]

@@ -8,6 +8,7 @@ a source re-versions nothing else.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import re
@@ -17,8 +18,10 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from curation.decontamination import DecontaminationSettings
 from curation.heuristics import HeuristicsSettings
 from curation.minhash import MinHashSettings
+from curation.pii import PiiSettings
 from curation.quality import QualityClassifierSettings
 
 SOURCE_PREFIX = "source:"
@@ -207,6 +210,8 @@ class PipelineConfig(_Strict):
     heuristics: HeuristicsSettings = HeuristicsSettings()
     dedup: DedupSettings = DedupSettings()
     quality: QualityClassifierSettings | None = None
+    decontamination: DecontaminationSettings = DecontaminationSettings()
+    pii: PiiSettings = PiiSettings()
     gates: Gates = Gates()
     base_dir: Path = Field(default=Path("."), exclude=True)
 
@@ -266,9 +271,13 @@ class PipelineConfig(_Strict):
 
 
 class Phase(_Strict):
+    """A share of the tokens (`fraction`) with its own source weights; an anneal phase can ask
+    for a higher-quality web mix (`quality_top_fraction` of the selected web documents)."""
+
     name: Annotated[str, Field(min_length=1)]
     fraction: Annotated[float, Field(gt=0, le=1)]
     weights: dict[str, Annotated[float, Field(ge=0)]]
+    quality_top_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
 
 
 class TokenizerSpec(_Strict):
@@ -300,6 +309,8 @@ class RecipeConfig(_Strict):
     cluster_policy: Literal["earliest", "longest", "quality"] = "earliest"
     phases: Annotated[list[Phase], Field(min_length=1)]
     max_epochs: Annotated[float, Field(ge=1)] = 4.0
+    # Tokens of the dataset; None: as many as the sources allow without passing max_epochs.
+    total_tokens: Annotated[int, Field(ge=1)] | None = None
     tokenizer: TokenizerSpec
     seq_len: Annotated[int, Field(ge=8)] = 2048
     tokens_per_shard: Annotated[int, Field(ge=1024)] = 1 << 26
@@ -389,7 +400,24 @@ def _with_resolved_files(pipeline: PipelineConfig, path: Path) -> PipelineConfig
                 f"{path}: documents.url_filter.{name}: file not found: {resolved[name]}")
     documents = pipeline.documents.model_copy(
         update={"url_filter": url_filter.model_copy(update=resolved)})
-    return pipeline.model_copy(update={"documents": documents})
+    return pipeline.model_copy(update={"documents": documents,
+                                       "decontamination": _resolved_evals(pipeline, path)})
+
+
+def _resolved_evals(pipeline: PipelineConfig, path: Path) -> DecontaminationSettings:
+    benchmarks = []
+    for index, benchmark in enumerate(pipeline.decontamination.benchmarks):
+        resolved = pipeline.resolve(benchmark.path)
+        if not glob.glob(resolved):
+            raise ConfigError(f"{path}: decontamination.benchmarks.{index}.path: no file "
+                              f"matches {resolved}")
+        benchmarks.append(benchmark.model_copy(update={"path": resolved}))
+    return pipeline.decontamination.model_copy(update={"benchmarks": benchmarks})
+
+
+def recipe_names(folder: str | Path) -> list[str]:
+    """The recipes of a folder: the stems of its `*.yaml` files (the `recipe` partitions)."""
+    return sorted(path.stem for path in Path(folder).glob("*.yaml"))
 
 
 def load_recipe(path: str | Path, pipeline: PipelineConfig | None = None) -> RecipeConfig:

@@ -51,6 +51,7 @@ import pyarrow as pa
 import regex
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from curation.hashing import mix64
 from curation.text import IS_PUNCT, NON_SYMBOL, SplitText
 
 U64 = np.uint64
@@ -188,16 +189,6 @@ def _constants(label: str, count: int) -> np.ndarray:
 _WINDOW_WEIGHTS = _constants("minhash-window-weight", MAX_NGRAM) | U64(1)  # odd: invertible
 
 
-def _mix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser, in place: every output bit depends on every input bit."""
-    x ^= x >> U64(30)
-    x *= U64(0xBF58476D1CE4E5B9)
-    x ^= x >> U64(27)
-    x *= U64(0x94D049BB133111EB)
-    x ^= x >> U64(31)
-    return x
-
-
 def shingles_from_words(words: np.ndarray, ngram: int) -> np.ndarray:
     """Hashes of the word `ngram`-grams (one shingle of all words when there are fewer)."""
     width = min(ngram, len(words))
@@ -207,7 +198,7 @@ def shingles_from_words(words: np.ndarray, ngram: int) -> np.ndarray:
     acc = words[:count] * _WINDOW_WEIGHTS[0]
     for j in range(1, width):
         acc += words[j : j + count] * _WINDOW_WEIGHTS[j]
-    return _mix64(acc)
+    return mix64(acc)
 
 
 def shingle_hashes(split: SplitText, settings: MinHashSettings) -> np.ndarray:

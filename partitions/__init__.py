@@ -2,6 +2,8 @@
 
 `snapshot` holds Common Crawl snapshot ids and curated sources (`source:NAME`); its keys are
 registered from `pipeline.yaml` (`corpus snapshots register`, or the `register_partitions` sensor).
+`recipe` holds the recipe names (`recipes/NAME.yaml`), registered the same ways; the dataset
+assets (tokenizer, mix, shards) are partitioned by it.
 """
 
 import warnings
@@ -15,3 +17,7 @@ warnings.filterwarnings("ignore", category=PreviewWarning, message=".*partitions
 SNAPSHOT_PARTITIONS_NAME = "snapshot"
 
 snapshot_partitions = DynamicPartitionsDefinition(name=SNAPSHOT_PARTITIONS_NAME)
+
+RECIPE_PARTITIONS_NAME = "recipe"
+
+recipe_partitions = DynamicPartitionsDefinition(name=RECIPE_PARTITIONS_NAME)

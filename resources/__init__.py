@@ -7,26 +7,43 @@ asset to S3 through dagster-aws's `S3Resource`, set in run configuration, not at
 
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from dagster import ConfigurableResource
 from dagster_aws.s3 import S3Resource
 from pydantic import Field, PrivateAttr
 
-from curation.config import PipelineConfig, load_pipeline
+from curation.config import PipelineConfig, RecipeConfig, load_pipeline, load_recipe, recipe_names
 from curation.storage import InputReader, Store, open_store
 
 
 class PipelineResource(ConfigurableResource):
-    """The deployment's `pipeline.yaml`, validated when a run first uses it."""
+    """The deployment's `pipeline.yaml` and recipes, validated when a run first uses them."""
 
     path: str = Field(default="pipeline.yaml", description="Path to pipeline.yaml")
+    recipes: str = Field(default="recipes", description="Folder of recipe files (NAME.yaml; "
+                         "NAME is the recipe partition), relative to pipeline.yaml")
     _config: PipelineConfig | None = PrivateAttr(default=None)
 
     def load(self) -> PipelineConfig:
         if self._config is None:
             self._config = load_pipeline(self.path)
         return self._config
+
+    @property
+    def recipes_folder(self) -> Path:
+        return Path(self.path).resolve().parent / self.recipes
+
+    def recipe_path(self, name: str) -> Path:
+        return self.recipes_folder / f"{name}.yaml"
+
+    def recipe(self, name: str) -> RecipeConfig:
+        """The recipe partition `name`, validated against the pipeline."""
+        return load_recipe(self.recipe_path(name), self.load())
+
+    def recipe_names(self) -> list[str]:
+        return recipe_names(self.recipes_folder)
 
 
 @dataclass(frozen=True)

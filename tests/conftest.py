@@ -46,16 +46,18 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory):
     from corpus_assets.main_job import main_run_config, run_main_jobs
     from curation.config import load_pipeline
     from curation.sample.generate import generate_sample
-    from partitions import SNAPSHOT_PARTITIONS_NAME
+    from partitions import RECIPE_PARTITIONS_NAME, SNAPSHOT_PARTITIONS_NAME
 
     base = tmp_path_factory.mktemp("sample-run")
     shutil.copyfile(REPO / "pipeline.yaml", base / "pipeline.yaml")
+    shutil.copytree(REPO / "recipes", base / "recipes")
     generate_sample(base / "data" / "sample")
     pipeline = load_pipeline(base / "pipeline.yaml")
     (base / "home").mkdir()
     with instance_for_test(temp_dir=str(base / "home")) as instance:
         instance.add_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME, pipeline.partition_keys())
+        instance.add_dynamic_partitions(RECIPE_PARTITIONS_NAME, ["sample"])
         runs = run_main_jobs(instance, pipeline.partition_keys(), main_run_config(
-            str(base / "pipeline.yaml"), str(base / "data"), workers=2))
+            str(base / "pipeline.yaml"), str(base / "data"), workers=2), recipes=["sample"])
         yield SampleRun(base, base / "data", base / "pipeline.yaml", instance,
                         {(run.job, run.partition): run.result for run in runs})

@@ -10,7 +10,7 @@ from dagster import AssetKey, DagsterInstance, build_sensor_context, instance_fo
 
 from corpus_assets.definitions import defs
 from corpus_assets.sensors import register_partitions
-from partitions import SNAPSHOT_PARTITIONS_NAME
+from partitions import RECIPE_PARTITIONS_NAME, SNAPSHOT_PARTITIONS_NAME
 from resources import PipelineResource
 from tests.conftest import REPO
 
@@ -58,8 +58,11 @@ def test_sensor_registers_the_partitions_of_pipeline_yaml(tmp_path: Path) -> Non
         result = register_partitions(context)
         requests = result.dynamic_partitions_requests
         assert [r.partition_keys for r in requests] == [
-            ["SAMPLE-01", "SAMPLE-02", "source:reference"]]
-        instance.add_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME, requests[0].partition_keys)
+            ["SAMPLE-01", "SAMPLE-02", "source:reference"], ["sample"]]
+        assert [r.partitions_def_name for r in requests] == [SNAPSHOT_PARTITIONS_NAME,
+                                                              RECIPE_PARTITIONS_NAME]
+        for request in requests:
+            instance.add_dynamic_partitions(request.partitions_def_name, request.partition_keys)
         again = register_partitions(build_sensor_context(
             instance=instance,
             resources={"pipeline": PipelineResource(path=str(REPO / "pipeline.yaml"))}))

@@ -47,9 +47,11 @@ EXPECTED_CHECKS = {
                      "heuristics_keep_rate", "url_dedup_kept_members_valid", "url_dedup_rate",
                      "exact_dedup_kept_members_valid", "exact_dedup_rate",
                      "dedup_clusters_kept_members_valid", "dedup_clusters_rate",
-                     "line_dedup_edits_valid"},
-    "models": {"quality_classifier_separates", "cross_dedup_kept_members_valid"},
-    "scores": {"quality_scores_cover_documents"},
+                     "line_dedup_edits_valid", "scrubbed_covers_documents",
+                     "scrubbed_has_no_residual_pii"},
+    "models": {"quality_classifier_separates", "cross_dedup_kept_members_valid",
+               "eval_suite_covers_every_benchmark"},
+    "scores": {"quality_scores_cover_documents", "decontaminated_covers_documents"},
 }
 
 

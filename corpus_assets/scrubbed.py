@@ -1,0 +1,57 @@
+"""`scrubbed[snapshot]`: the text rewritten once, with every recorded edit and typed PII
+placeholders (architecture.md, "Annotate, then select")."""
+
+from dagster import (
+    AssetExecutionContext,
+    DataVersion,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+
+from corpus_assets.dedup import line_dedup
+from corpus_assets.documents import documents
+from corpus_assets.gates import require_passing_gates
+from corpus_assets.metadata import samples_preview, stage_metadata, task_logger
+from curation.annotate import DocumentsInput
+from curation.scrub_stage import ASSET, KERNEL_VERSION, run_scrubbed
+from curation.tasks import pick_samples
+from partitions import snapshot_partitions
+from resources import ComputeResource, PipelineResource, StorageResource
+
+SAMPLE_SIZE = 5
+
+
+@asset(
+    name=ASSET,
+    partitions_def=snapshot_partitions,
+    deps=[documents, "heuristics", line_dedup],
+    group_name="scrub",
+    code_version=KERNEL_VERSION,
+    description="The text with every recorded edit applied in one rewrite (C4 line removals and "
+    "citations, boilerplate lines) and PII replaced by typed placeholders (e-mail and IP "
+    "addresses, phone, payment card, US SSN and IBAN numbers); PII spans recorded as edits.",
+)
+def scrubbed(
+    context: AssetExecutionContext,
+    pipeline: PipelineResource,
+    storage: StorageResource,
+    compute: ComputeResource,
+) -> MaterializeResult:
+    partition = context.partition_key
+    for upstream in ("documents", "heuristics", "line_dedup"):
+        require_passing_gates(context, upstream, partition)
+    settings = pipeline.load().pii
+    result = run_scrubbed(DocumentsInput(storage.store, partition), settings, compute.workers,
+                          task_logger(context, partition))
+    stats = result.stats
+    metadata = stage_metadata(stats, result.wall_seconds)
+    for kind in settings.enabled:
+        metadata[f"pii.{kind}"] = MetadataValue.int(stats.counts.get(f"pii.{kind}", 0))
+    for key in ("documents_with_pii", "documents_edited", "lines_removed", "cuts"):
+        metadata[key] = MetadataValue.int(stats.counts.get(key, 0))
+    path = f"samples/{ASSET}/{partition}.jsonl"
+    samples = pick_samples(storage.store, result.results, SAMPLE_SIZE, path)
+    metadata.update(samples_preview(samples, storage.store.uri(path)))
+    return MaterializeResult(metadata=metadata,
+                             data_version=DataVersion(result.manifest.data_version))

@@ -1,0 +1,139 @@
+"""The `eval_suite` and `decontaminated` stages.
+
+`eval_suite` loads the benchmark files `pipeline.yaml` lists and stores their n-gram index
+(`curation.decontamination.EvalIndex`) under a version that is the content hash of the files
+and settings, so the same files always give the same index and a changed file re-pins it.
+`decontaminated[snapshot]` scans each `documents` part against that index: one row per
+document, one `hits` row and one decision row per (document, eval item) found, naming the
+benchmark, the item and the first matched span.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from curation.annotate import DocumentsInput
+from curation.config import stable_hash
+from curation.decontamination import (
+    DecontaminationSettings,
+    EvalIndex,
+    Hit,
+    hits_table,
+    index_metadata,
+    suite_hash,
+)
+from curation.evals import load_benchmarks
+from curation.partition import Manifest, PartitionLayout
+from curation.schema import decisions_table
+from curation.stats import StageStats
+from curation.storage import Store
+from curation.tasks import PartitionResult, PartitionRun, TaskOutput, run_partition
+
+EVAL_SUITE = "eval_suite"
+ASSET = "decontaminated"
+SUITE_PARTITION = "all"
+KERNEL_VERSION = "decontaminated-1"
+SPAN_CHARS = 200  # of the matched text quoted in a decision's detail
+
+DECONTAMINATED_SCHEMA = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("contaminated", pa.bool_(), nullable=False),
+        pa.field("items", pa.int32(), nullable=False),
+        pa.field("benchmarks", pa.list_(pa.string()), nullable=False),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class SuiteBuild:
+    manifest: Manifest
+    metadata: dict[str, Any]
+    rebuilt: bool
+
+
+def build_eval_suite(store: Store, settings: DecontaminationSettings) -> SuiteBuild:
+    """The eval suite's index, built only when its pinned version changed."""
+    version = suite_hash(settings)[:16]
+    layout = PartitionLayout(store, EVAL_SUITE, SUITE_PARTITION)
+    manifest = layout.read_manifest()
+    if manifest is not None and manifest.version == version:
+        return SuiteBuild(manifest, manifest.extra["index"], rebuilt=False)
+    layout.prepare(version)
+    index = EvalIndex.build(load_benchmarks(settings.benchmarks), settings.ngram)
+    tables = index.to_tables()
+    metadata = index_metadata(index)
+    manifest = Manifest(EVAL_SUITE, SUITE_PARTITION, version,
+                        [layout.write_part(0, tables["items"])],
+                        tables={"ngrams": [layout.write_table("ngrams", 0, tables["ngrams"])]},
+                        extra={"index": metadata})
+    layout.write_manifest(manifest)
+    return SuiteBuild(manifest, metadata, rebuilt=True)
+
+
+_LOADED: dict[tuple[str, str], EvalIndex] = {}
+
+
+def load_eval_index(store: Store) -> EvalIndex:
+    """The stored index, read once per process and version (every task of a worker uses it)."""
+    layout = PartitionLayout(store, EVAL_SUITE, SUITE_PARTITION)
+    key = (store.uri(layout.prefix), layout.complete_manifest().data_version)
+    if key not in _LOADED:
+        _LOADED.clear()
+        _LOADED[key] = EvalIndex.from_tables(layout.read_table(name="ngrams"),
+                                             layout.read_table())
+    return _LOADED[key]
+
+
+def _decision(doc_id: str, hit: Hit) -> dict[str, Any]:
+    detail = {"benchmark": hit.benchmark, "item_id": hit.item_id, "start": hit.start,
+              "end": hit.end, "text": hit.text[:SPAN_CHARS]}
+    return {"doc_id": doc_id, "stage": ASSET, "verdict": "drop", "reason": "contaminated",
+            "value": float(hit.ngrams), "detail": json.dumps(detail, ensure_ascii=False)}
+
+
+@dataclass(frozen=True)
+class DecontaminateWork:
+    documents: DocumentsInput
+    min_hits: int
+
+    def __call__(self, index: int) -> TaskOutput:
+        table = self.documents.read(index)
+        doc_ids = table["doc_id"].to_pylist()
+        eval_index = load_eval_index(self.documents.store)
+        hits = [hit for doc, text in enumerate(table["text"].to_pylist())
+                for hit in eval_index.document_hits(doc, text, self.min_hits)]
+        per_doc: dict[int, list[Hit]] = {}
+        for hit in hits:
+            per_doc.setdefault(hit.doc, []).append(hit)
+        rows = [{"doc_id": doc_id, "contaminated": doc in per_doc,
+                 "items": len(per_doc.get(doc, [])),
+                 "benchmarks": sorted({h.benchmark for h in per_doc.get(doc, [])})}
+                for doc, doc_id in enumerate(doc_ids)]
+        stats = StageStats(records_in=len(rows), candidates=len(rows),
+                           docs_out=len(rows) - len(per_doc))
+        stats.rejects["contaminated"] = len(per_doc)
+        documents_per_benchmark = Counter(b for row in rows for b in row["benchmarks"])
+        stats.counts.update({f"documents.{b}": n for b, n in documents_per_benchmark.items()})
+        stats.counts.update({f"hits.{b}": n for b, n in Counter(h.benchmark for h in hits).items()})
+        return TaskOutput(
+            {"part": pa.Table.from_pylist(rows, DECONTAMINATED_SCHEMA),
+             "hits": hits_table(hits, doc_ids),
+             "decisions": decisions_table([_decision(doc_ids[h.doc], h) for h in hits])},
+            stats)
+
+
+def run_decontaminated(documents: DocumentsInput, settings: DecontaminationSettings,
+                       workers: int, on_task_done: Any = None) -> PartitionResult:
+    suite = PartitionLayout(documents.store, EVAL_SUITE, SUITE_PARTITION).complete_manifest()
+    version = stable_hash({"kernel": KERNEL_VERSION, "min_hits": settings.min_hits,
+                           "documents": documents.data_version(),
+                           "eval_suite": suite.data_version})
+    run = PartitionRun(documents.store, ASSET, documents.partition, version)
+    return run_partition(run, documents.task_count(),
+                         DecontaminateWork(documents, settings.min_hits), workers, on_task_done)
