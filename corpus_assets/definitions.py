@@ -2,6 +2,7 @@
 
 from dagster import AssetSelection, Definitions, define_asset_job, load_asset_checks_from_modules
 
+import checks.dataset
 import checks.decontamination
 import checks.dedup
 import checks.documents
@@ -10,6 +11,7 @@ import checks.language
 import checks.quality
 import checks.scrubbed
 import checks.warc_files
+from corpus_assets.dataset import mix, shards, tokenizer
 from corpus_assets.decontamination import decontaminated, eval_suite
 from corpus_assets.dedup import cross_dedup, dedup_clusters, exact_dedup, line_dedup, url_dedup
 from corpus_assets.documents import documents
@@ -45,17 +47,23 @@ scores_job = define_asset_job(
     description="Per-snapshot annotations from the pipeline-wide models: quality scores and "
     "eval-suite hits.",
 )
-MAIN_JOBS = ("per_snapshot", "models", "scores")
+dataset_job = define_asset_job(
+    "dataset",
+    selection=AssetSelection.groups("dataset"),
+    description="One recipe's dataset version: tokenizer, mix and shards, with their checks.",
+)
+MAIN_JOBS = ("per_snapshot", "models", "scores", "dataset")
 
 defs = Definitions(
     assets=[warc_files, documents, language, heuristics, url_dedup, exact_dedup,
             dedup_clusters, line_dedup, scrubbed, cross_dedup, quality_classifier,
-            quality_scores, eval_suite, decontaminated],
+            quality_scores, eval_suite, decontaminated, tokenizer, mix, shards],
     asset_checks=load_asset_checks_from_modules(
         [checks.warc_files, checks.documents, checks.language, checks.heuristics,
-         checks.dedup, checks.scrubbed, checks.quality, checks.decontamination]
+         checks.dedup, checks.scrubbed, checks.quality, checks.decontamination,
+         checks.dataset]
     ),
-    jobs=[per_snapshot_job, models_job, scores_job],
+    jobs=[per_snapshot_job, models_job, scores_job, dataset_job],
     sensors=[register_partitions],
     resources=default_resources(),
 )

@@ -171,12 +171,25 @@ def _summary_rows(result, partition: str) -> list[dict]:
         rows.append({
             "stage": stage, "partition": partition,
             "in": meta.get("candidates", meta.get("files")),
-            "out": meta.get("rows_out", meta.get("files")),
+            "out": meta.get("rows_out", meta.get("documents_selected", meta.get("files"))),
             "survival": meta.get("survival_rate"),
             "seconds": meta.get("wall_seconds", meta.get("train_seconds")),
-            "note": f"held-out ROC AUC {meta['roc_auc']:.3f}" if "roc_auc" in meta else "",
+            "note": _note(meta),
         })
     return rows
+
+
+def _note(meta: dict) -> str:
+    if "roc_auc" in meta:
+        return f"held-out ROC AUC {meta['roc_auc']:.3f}"
+    if "dataset_version" in meta:
+        return (f"{meta.get('tokens', 0):,} tokens in {meta.get('shards', 0)} shards, "
+                f"version {meta['dataset_version']}")
+    if "vocab_size" in meta:
+        return f"{meta['how']} tokenizer, {meta['vocab_size']:,} ids"
+    if "estimated_tokens" in meta:
+        return f"{meta['occurrences']:,} occurrences, about {meta['estimated_tokens']:,} tokens"
+    return ""
 
 
 def print_summary(rows: list[dict]) -> None:

@@ -313,6 +313,9 @@ class RecipeConfig(_Strict):
     total_tokens: Annotated[int, Field(ge=1)] | None = None
     tokenizer: TokenizerSpec
     seq_len: Annotated[int, Field(ge=8)] = 2048
+    # concat: the token stream cut every seq_len; best_fit: documents kept whole where they
+    # fit, the padding counted in the manifest.
+    packing: Literal["concat", "best_fit"] = "concat"
     tokens_per_shard: Annotated[int, Field(ge=1024)] = 1 << 26
     seed: int = 0
 

@@ -198,7 +198,8 @@ class ShardSettings:
     def from_recipe(cls, recipe: RecipeConfig, **overrides: Any) -> ShardSettings:
         values: dict[str, Any] = {
             "seq_len": recipe.seq_len, "tokens_per_shard": recipe.tokens_per_shard,
-            "seed": recipe.seed, "phases": tuple(phase.name for phase in recipe.phases)}
+            "seed": recipe.seed, "phases": tuple(phase.name for phase in recipe.phases),
+            "packing": recipe.packing}
         return cls(**(values | overrides))
 
     @property

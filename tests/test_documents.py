@@ -72,14 +72,18 @@ def test_a_second_run_skips_finished_tasks_and_a_new_version_clears(shared_data,
     assert changed.manifest.version != first.manifest.version
 
 
+# A generous extraction timeout: with the default, a loaded machine could time a page out in
+# one run and not in the other, and the comparison is about resuming, not about timeouts.
 RUNNER = """
 import sys
 from curation.config import DocumentsSettings
 from curation.documents import run_documents
 from curation.storage import LocalStore
 if __name__ == "__main__":
-    run_documents("KILL", sys.argv[2:], LocalStore(sys.argv[1]), DocumentsSettings(), workers=1)
+    run_documents("KILL", sys.argv[2:], LocalStore(sys.argv[1]),
+                  DocumentsSettings(timeout_seconds=120), workers=1)
 """
+PATIENT = DocumentsSettings(timeout_seconds=120)
 
 
 def test_resume_after_sigkill_redoes_only_unfinished_tasks(shared_data, tmp_path):
@@ -106,12 +110,11 @@ def test_resume_after_sigkill_redoes_only_unfinished_tasks(shared_data, tmp_path
     # No partial part is visible under a final name: every part-*.parquet is whole.
     for part in (killed / "documents/KILL").glob("part-*.parquet"):
         pq.read_metadata(part)
-    resumed = run_documents("KILL", inputs, LocalStore(str(killed)), DocumentsSettings(),
-                            workers=2)
+    resumed = run_documents("KILL", inputs, LocalStore(str(killed)), PATIENT, workers=2)
     assert resumed.stats.tasks_skipped == done_before
     assert resumed.stats.tasks_run == 3 - done_before
-    clean = run_documents("KILL", inputs, LocalStore(str(tmp_path / "clean")),
-                          DocumentsSettings(), workers=2)
+    clean = run_documents("KILL", inputs, LocalStore(str(tmp_path / "clean")), PATIENT,
+                          workers=2)
     assert resumed.manifest.data_version == clean.manifest.data_version
 
 

@@ -33,7 +33,7 @@ def _materialization(sample_run, partition: str | None, asset: str):
 def test_every_job_ran_and_every_gate_passed(sample_run) -> None:
     assert sorted(sample_run.results, key=str) == sorted(
         [("per_snapshot", p) for p in PARTITIONS] + [("models", None)]
-        + [("scores", p) for p in PARTITIONS], key=str)
+        + [("scores", p) for p in PARTITIONS] + [("dataset", "sample")], key=str)
     for (job, partition), result in sample_run.results.items():
         assert result.success, (job, partition)
         evaluations = result.get_asset_check_evaluations()
@@ -52,6 +52,8 @@ EXPECTED_CHECKS = {
     "models": {"quality_classifier_separates", "cross_dedup_kept_members_valid",
                "eval_suite_covers_every_benchmark"},
     "scores": {"quality_scores_cover_documents", "decontaminated_covers_documents"},
+    "dataset": {"mix_shares_on_target", "mix_has_no_residual_contamination",
+                "mix_has_no_residual_pii", "shards_integrity"},
 }
 
 

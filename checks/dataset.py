@@ -1,0 +1,117 @@
+"""Quality gates for the dataset assets: the mixture on target, no residual contamination or
+PII in the final selected, edited text (matchers independent of the annotating stages), and
+shard integrity."""
+
+import heapq
+import tempfile
+
+import pyarrow.compute as pc
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    MetadataValue,
+    asset_check,
+)
+
+from curation.dataset_stage import SHARDS, local_shards, shards_prefix
+from curation.decontamination import ResidualMatcher
+from curation.evals import load_benchmarks
+from curation.mix_stage import MIX
+from curation.partition import PartitionLayout
+from curation.pii_rescan import residual_pii
+from curation.schema import sample_rank
+from curation.shards import verify_shards
+from curation.storage import Store
+from partitions import recipe_partitions
+from resources import PipelineResource, StorageResource
+
+RESCAN_DOCUMENTS = 2_000
+
+
+@asset_check(asset=MIX, blocking=True, partitions_def=recipe_partitions,
+             description="Every source's achieved share of its phase is within one point of "
+             "the recipe's target, unless the source ran out (then the metadata says so).")
+def mix_shares_on_target(
+    context: AssetCheckExecutionContext, storage: StorageResource
+) -> AssetCheckResult:
+    name = context.op_execution_context.partition_key
+    extra = PartitionLayout(storage.store, MIX, name).complete_manifest().extra
+    return AssetCheckResult(
+        passed=not extra["share_failures"], severity=AssetCheckSeverity.ERROR,
+        metadata={"failures": MetadataValue.json(extra["share_failures"]),
+                  "ran_out": MetadataValue.json(extra["ran_out"])},
+    )
+
+
+def _selected_texts(store: Store, name: str) -> list[tuple[str, str]]:
+    """(doc_id, final text) of a sample of the documents the mix selected."""
+    occurrences = PartitionLayout(store, MIX, name).read_table(["doc_id", "partition"])
+    chosen = []
+    for partition in sorted(set(occurrences["partition"].to_pylist())):
+        wanted = pc.unique(occurrences.filter(pc.equal(occurrences["partition"], partition))
+                           ["doc_id"])
+        rows = PartitionLayout(store, "scrubbed", partition).read_table(["doc_id", "text"])
+        rows = rows.filter(pc.is_in(rows["doc_id"], wanted))
+        chosen += zip(rows["doc_id"].to_pylist(), rows["text"].to_pylist(), strict=True)
+    return heapq.nsmallest(RESCAN_DOCUMENTS, chosen, key=lambda row: sample_rank(row[0]))
+
+
+@asset_check(asset=MIX, blocking=True, partitions_def=recipe_partitions,
+             description="A re-scan of the selected, edited text for the eval suite's n-grams, "
+             "by a matcher written apart from the decontamination scanner, finds none.")
+def mix_has_no_residual_contamination(
+    context: AssetCheckExecutionContext, pipeline: PipelineResource, storage: StorageResource
+) -> AssetCheckResult:
+    name = context.op_execution_context.partition_key
+    settings = pipeline.load().decontamination
+    texts = _selected_texts(storage.store, name)
+    matcher = ResidualMatcher(load_benchmarks(settings.benchmarks), settings.ngram)
+    found = [(texts[r.doc][0], r.benchmark, r.item_id) for r in matcher.scan(t for _, t in texts)]
+    return AssetCheckResult(
+        passed=not found, severity=AssetCheckSeverity.ERROR,
+        metadata={"documents_scanned": MetadataValue.int(len(texts)),
+                  "residual_items": MetadataValue.int(len(found)),
+                  "where": MetadataValue.json([list(row) for row in found[:20]])},
+    )
+
+
+@asset_check(asset=MIX, blocking=True, partitions_def=recipe_partitions,
+             description="A re-scan of the selected, edited text for PII, by a matcher written "
+             "apart from the scrubber, finds none of the enabled types.")
+def mix_has_no_residual_pii(
+    context: AssetCheckExecutionContext, pipeline: PipelineResource, storage: StorageResource
+) -> AssetCheckResult:
+    name = context.op_execution_context.partition_key
+    pii = pipeline.load().pii
+    texts = _selected_texts(storage.store, name)
+    found = [(doc_id, hit.kind) for doc_id, text in texts
+             for hit in residual_pii(text, pii.enabled, pii.include_private_ips,
+                                     pii.placeholders)]
+    return AssetCheckResult(
+        passed=not found, severity=AssetCheckSeverity.ERROR,
+        metadata={"documents_scanned": MetadataValue.int(len(texts)),
+                  "residual_matches": MetadataValue.int(len(found)),
+                  "where": MetadataValue.json([list(row) for row in found[:20]])},
+    )
+
+
+@asset_check(asset=SHARDS, blocking=True, partitions_def=recipe_partitions,
+             description="Shard integrity: sha256 against the manifest, monotonic offsets, token "
+             "ids below the vocabulary size, one EOS per document occurrence, tokens plus padding "
+             "equal sequences times seq_len, padding positions as recorded, spans tiling every "
+             "sequence.")
+def shards_integrity(
+    context: AssetCheckExecutionContext, storage: StorageResource
+) -> AssetCheckResult:
+    name = context.op_execution_context.partition_key
+    store = storage.store
+    version = PartitionLayout(store, SHARDS, name).complete_manifest().version
+    with tempfile.TemporaryDirectory(prefix="verify-") as folder:
+        report = verify_shards(local_shards(store, shards_prefix(version), folder))
+    return AssetCheckResult(
+        passed=report.ok, severity=AssetCheckSeverity.ERROR,
+        metadata={"dataset_version": MetadataValue.text(version),
+                  "failed_checks": MetadataValue.json(sorted(report.checks_failed())),
+                  "summary": MetadataValue.text(report.summary())},
+    )

@@ -1,0 +1,163 @@
+"""The per-recipe assets: `tokenizer[recipe]`, `mix[recipe]` and `shards[recipe]`.
+
+Only these depend on a recipe, so a recipe change re-runs them and nothing upstream.
+"""
+
+from collections import Counter
+
+from dagster import (
+    AllPartitionMapping,
+    AssetDep,
+    AssetExecutionContext,
+    DataVersion,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+
+from corpus_assets.metadata import counter_table
+from curation.config import dataset_version, stable_hash
+from curation.dataset_stage import (
+    SHARDS,
+    SHARDS_CODE_VERSION,
+    TOKENIZER,
+    TOKENIZER_CODE_VERSION,
+    build_dataset_shards,
+    build_tokenizer,
+    load_stored_tokenizer,
+)
+from curation.mix_stage import (
+    INPUT_ASSETS,
+    MIX,
+    MIX_CODE_VERSION,
+    build_and_store_mix,
+    read_occurrences,
+)
+from curation.partition import PartitionLayout
+from curation.shards import BuildInfo
+from partitions import recipe_partitions
+from resources import ComputeResource, PipelineResource, StorageResource
+
+# Takedowns are applied after selection (architecture.md); until a takedown list exists the
+# dataset version names the empty one.
+NO_TAKEDOWNS = "none"
+
+
+def _all(name: str) -> AssetDep:
+    return AssetDep(name, partition_mapping=AllPartitionMapping())
+
+
+@asset(
+    name=TOKENIZER,
+    partitions_def=recipe_partitions,
+    deps=[_all("scrubbed")],
+    group_name="dataset",
+    code_version=TOKENIZER_CODE_VERSION,
+    description="The recipe's tokenizer: a pinned tokenizer.json, or a byte-level BPE trained on "
+    "a seeded sample of the recipe's sources (never the mix); pinned by content hash.",
+)
+def tokenizer(context: AssetExecutionContext, pipeline: PipelineResource,
+              storage: StorageResource) -> MaterializeResult:
+    name = context.partition_key
+    build = build_tokenizer(storage.store, pipeline.load(), name, pipeline.recipe(name))
+    pinned = build.tokenizer
+    return MaterializeResult(
+        metadata={"how": MetadataValue.text(build.how),
+                  "sha256": MetadataValue.text(pinned.sha256),
+                  "vocab_size": MetadataValue.int(pinned.vocab_size),
+                  "eos_id": MetadataValue.int(pinned.eos_id),
+                  "pad_id": MetadataValue.int(pinned.pad_id),
+                  "dtype": MetadataValue.text(str(pinned.dtype)),
+                  "rebuilt": MetadataValue.bool(build.rebuilt)},
+        data_version=DataVersion(pinned.sha256[:16]),
+    )
+
+
+def _shares_table(shares: list[dict]) -> MetadataValue:
+    lines = ["| phase | source | target share | achieved share | epochs | ran out |",
+             "| --- | --- | ---: | ---: | ---: | --- |"]
+    lines += [f"| {r['phase']} | {r['source']} | {r['target_share']:.2%} | "
+              f"{r['achieved_share']:.2%} | {r['epochs']:.2f} | {'yes' if r['ran_out'] else ''} |"
+              for r in shares]
+    return MetadataValue.md("\n".join(lines))
+
+
+@asset(
+    name=MIX,
+    partitions_def=recipe_partitions,
+    deps=[*map(_all, INPUT_ASSETS), "cross_dedup", TOKENIZER],
+    group_name="dataset",
+    code_version=MIX_CODE_VERSION,
+    description="The recipe's selection over the annotated documents (language, heuristics, "
+    "decontamination, edits, quality cutoff, one member per duplicate group), then per-source "
+    "token shares per phase with capped upsampling: one row per document occurrence, and a "
+    "selection decision per document.",
+)
+def mix(context: AssetExecutionContext, pipeline: PipelineResource,
+        storage: StorageResource) -> MaterializeResult:
+    name = context.partition_key
+    store = storage.store
+    build = build_and_store_mix(store, name, pipeline.recipe(name),
+                                load_stored_tokenizer(store, name))
+    extra = build.manifest.extra
+    shares = PartitionLayout(store, MIX, name).read_table(name="shares").to_pylist()
+    metadata = {
+        "candidates": MetadataValue.int(extra["candidates"]),
+        "documents_selected": MetadataValue.int(extra["selected"]),
+        "occurrences": MetadataValue.int(build.manifest.rows),
+        "target_tokens": MetadataValue.int(extra["total_tokens"]),
+        "estimated_tokens": MetadataValue.int(extra["achieved_tokens"]),
+        "token_estimate": MetadataValue.text(
+            f"{extra['token_estimate']}: bytes per token {extra['bytes_per_token']}"),
+        "selection_funnel": counter_table(Counter(extra["funnel"]), "rule"),
+        "shares": _shares_table(shares),
+        "ran_out": MetadataValue.json(extra["ran_out"]),
+        "rebuilt": MetadataValue.bool(build.result is not None),
+    }
+    for rule, count in extra["funnel"].items():
+        metadata[f"funnel.{rule}"] = MetadataValue.int(count)
+    return MaterializeResult(metadata=metadata,
+                             data_version=DataVersion(build.manifest.data_version))
+
+
+@asset(
+    name=SHARDS,
+    partitions_def=recipe_partitions,
+    deps=[MIX, TOKENIZER, _all("scrubbed")],
+    group_name="dataset",
+    code_version=SHARDS_CODE_VERSION,
+    description="Tokenized, globally shuffled (keyed hash of doc_id and occurrence within each "
+    "phase), packed training shards in the Megatron-Core indexed-dataset layout, with "
+    "manifest.json and spans.parquet, under shards/{dataset version}/.",
+)
+def shards(context: AssetExecutionContext, pipeline: PipelineResource,
+           storage: StorageResource, compute: ComputeResource) -> MaterializeResult:
+    name = context.partition_key
+    store = storage.store
+    config, recipe = pipeline.load(), pipeline.recipe(name)
+    pinned = load_stored_tokenizer(store, name)
+    mix_version = PartitionLayout(store, MIX, name).complete_manifest().data_version
+    version = dataset_version(
+        recipe, config, takedown_version=NO_TAKEDOWNS,
+        input_data_versions={"mix": mix_version, "tokenizer": pinned.sha256},
+        code_versions={TOKENIZER: TOKENIZER_CODE_VERSION, MIX: MIX_CODE_VERSION,
+                       SHARDS: SHARDS_CODE_VERSION})
+    info = BuildInfo(version, recipe_hash=stable_hash(recipe.model_dump(mode="json")),
+                     pipeline_hash=config.section_hash("documents"),
+                     input_versions={"mix": mix_version, "tokenizer": pinned.sha256})
+    build = build_dataset_shards(store, name, recipe, read_occurrences(store, name), pinned,
+                                 info, threads=compute.workers)
+    totals = build.manifest["totals"]
+    metadata = {
+        "dataset_version": MetadataValue.text(version),
+        "path": MetadataValue.path(store.uri(build.prefix)),
+        "shards": MetadataValue.int(len(build.manifest["shards"])),
+        "rebuilt": MetadataValue.bool(build.rebuilt),
+    }
+    for key, value in sorted(totals.items()):
+        if isinstance(value, int):
+            metadata[key] = MetadataValue.int(value)
+    for group in ("tokens_by_source", "tokens_by_phase", "tokens_by_licence"):
+        if group in build.manifest:
+            metadata[group] = MetadataValue.json(build.manifest[group])
+    return MaterializeResult(metadata=metadata, data_version=DataVersion(version))

@@ -1,0 +1,113 @@
+"""The `mix[recipe]` stage around `curation.mix`: token estimates calibrated on the pinned
+tokenizer, the mix written to `mix/{recipe}/` (occurrences as the main table; selection
+decisions and shares beside them) under a version that covers the recipe, the tokenizer and the
+data versions of every input partition."""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from curation.config import SOURCE_PREFIX, RecipeConfig, stable_hash
+from curation.mix import (
+    ASSET,
+    KERNEL_VERSION,
+    MixResult,
+    build_mix,
+    ran_out_notes,
+    recipe_partitions,
+    share_failures,
+)
+from curation.partition import Manifest, PartitionLayout
+from curation.schema import WEB_SOURCE
+from curation.storage import Store
+from curation.tokenizer import PinnedTokenizer
+
+MIX = ASSET
+MIX_CODE_VERSION = KERNEL_VERSION
+# Documents per source whose bytes per token calibrate the token estimates.
+CALIBRATION_DOCUMENTS = 500
+INPUT_ASSETS = ("documents", "language", "heuristics", "quality_scores", "decontaminated",
+                "scrubbed", "url_dedup", "exact_dedup", "dedup_clusters")
+
+
+def _source_of(partition: str) -> str:
+    return partition.removeprefix(SOURCE_PREFIX) if partition.startswith(SOURCE_PREFIX) \
+        else WEB_SOURCE
+
+
+def bytes_per_token(store: Store, recipe: RecipeConfig,
+                    tokenizer: PinnedTokenizer) -> dict[str, float]:
+    """UTF-8 bytes per token of each source's scrubbed text, on a seeded sample."""
+    texts: dict[str, list[tuple[bytes, str]]] = defaultdict(list)
+    key = str(recipe.seed).encode()
+    for partition in recipe_partitions(recipe):
+        rows = PartitionLayout(store, "scrubbed", partition).read_table(["doc_id", "text"])
+        ranked = ((hashlib.blake2b(d.encode(), digest_size=8, key=key).digest(), t)
+                  for d, t in zip(rows["doc_id"].to_pylist(), rows["text"].to_pylist(),
+                                  strict=True) if t)
+        texts[_source_of(partition)] += heapq.nsmallest(CALIBRATION_DOCUMENTS, ranked)
+    ratios = {}
+    for source, ranked in sorted(texts.items()):
+        sample = [text for _, text in sorted(ranked)[:CALIBRATION_DOCUMENTS]]
+        tokens = sum(map(len, tokenizer.encode_batch(sample)))
+        ratios[source] = sum(len(t.encode()) for t in sample) / max(tokens, 1)
+    return ratios
+
+
+def input_versions(store: Store, recipe: RecipeConfig) -> dict[str, str]:
+    versions = {}
+    for partition in recipe_partitions(recipe):
+        for asset in INPUT_ASSETS:
+            manifest = PartitionLayout(store, asset, partition).read_manifest()
+            if manifest is not None:
+                versions[f"{asset}[{partition}]"] = manifest.data_version
+    cross = PartitionLayout(store, "cross_dedup", "all").read_manifest()
+    if cross is not None:
+        versions["cross_dedup"] = cross.data_version
+    return versions
+
+
+@dataclass(frozen=True)
+class MixBuild:
+    manifest: Manifest
+    result: MixResult | None  # None when the stored mix was current
+
+
+def build_and_store_mix(store: Store, recipe_name: str, recipe: RecipeConfig,
+                        tokenizer: PinnedTokenizer) -> MixBuild:
+    layout = PartitionLayout(store, MIX, recipe_name)
+    version = stable_hash({"code": MIX_CODE_VERSION, "recipe": recipe.model_dump(mode="json"),
+                           "tokenizer": tokenizer.sha256,
+                           "inputs": input_versions(store, recipe)})
+    existing = layout.read_manifest()
+    if existing is not None and existing.version == version:
+        return MixBuild(existing, None)
+    ratios = bytes_per_token(store, recipe, tokenizer)
+    result = build_mix(store, recipe, bytes_per_token=ratios, token_estimate="tokenizer")
+    layout.prepare(version)
+    manifest = Manifest(
+        MIX, recipe_name, version, [layout.write_part(0, result.occurrences)],
+        tables={"decisions": [layout.write_table("decisions", 0, result.decisions)],
+                "shares": [layout.write_table("shares", 0, result.shares)]},
+        extra=summary(result))
+    layout.write_manifest(manifest)
+    return MixBuild(manifest, result)
+
+
+def summary(result: MixResult) -> dict[str, Any]:
+    return {"funnel": result.funnel, "candidates": result.candidates,
+            "selected": result.selected, "total_tokens": result.total_tokens,
+            "achieved_tokens": result.achieved_tokens, "token_estimate": result.token_estimate,
+            "bytes_per_token": result.bytes_per_token,
+            "share_failures": share_failures(result.shares),
+            "ran_out": ran_out_notes(result.shares)}
+
+
+def read_occurrences(store: Store, recipe_name: str) -> pa.Table:
+    return PartitionLayout(store, MIX, recipe_name).read_table()
