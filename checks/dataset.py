@@ -22,7 +22,8 @@ from curation.partition import PartitionLayout
 from curation.pii_rescan import residual_pii
 from curation.schema import sample_rank
 from curation.shards import verify_shards
-from curation.storage import Store
+from curation.storage import Store, read_parquet
+from curation.takedowns import load_tombstones
 from partitions import recipe_partitions
 from resources import PipelineResource, StorageResource
 
@@ -114,4 +115,26 @@ def shards_integrity(
         metadata={"dataset_version": MetadataValue.text(version),
                   "failed_checks": MetadataValue.json(sorted(report.checks_failed())),
                   "summary": MetadataValue.text(report.summary())},
+    )
+
+
+@asset_check(asset=SHARDS, blocking=True, partitions_def=recipe_partitions,
+             description="No span of the dataset version belongs to a document the takedown "
+             "list removes (the matched documents and their exact and near duplicates).")
+def shards_exclude_takedowns(
+    context: AssetCheckExecutionContext, storage: StorageResource
+) -> AssetCheckResult:
+    name = context.op_execution_context.partition_key
+    store = storage.store
+    version = PartitionLayout(store, SHARDS, name).complete_manifest().version
+    takedown = PartitionLayout(store, MIX, name).complete_manifest().extra["takedown_version"]
+    gone = load_tombstones(store, takedown)
+    spans = read_parquet(store, f"{shards_prefix(version)}/spans.parquet").select(["doc_id"])
+    present = sorted(set(spans.filter(gone.mask(spans["doc_id"]))["doc_id"].to_pylist())) \
+        if len(gone) else []
+    return AssetCheckResult(
+        passed=not present, severity=AssetCheckSeverity.ERROR,
+        metadata={"takedown_version": MetadataValue.text(takedown),
+                  "taken_down_documents": MetadataValue.int(len(gone)),
+                  "still_present": MetadataValue.json(present[:20])},
     )

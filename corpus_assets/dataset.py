@@ -38,10 +38,6 @@ from curation.shards import BuildInfo
 from partitions import recipe_partitions
 from resources import ComputeResource, PipelineResource, StorageResource
 
-# Takedowns are applied after selection (architecture.md); until a takedown list exists the
-# dataset version names the empty one.
-NO_TAKEDOWNS = "none"
-
 
 def _all(name: str) -> AssetDep:
     return AssetDep(name, partition_mapping=AllPartitionMapping())
@@ -85,13 +81,14 @@ def _shares_table(shares: list[dict]) -> MetadataValue:
 @asset(
     name=MIX,
     partitions_def=recipe_partitions,
-    deps=[*map(_all, INPUT_ASSETS), "cross_dedup", TOKENIZER],
+    deps=[*map(_all, INPUT_ASSETS), "cross_dedup", "takedowns", TOKENIZER],
     group_name="dataset",
     code_version=MIX_CODE_VERSION,
     description="The recipe's selection over the annotated documents (language, heuristics, "
     "decontamination, edits, quality cutoff, one member per duplicate group), then per-source "
-    "token shares per phase with capped upsampling: one row per document occurrence, and a "
-    "selection decision per document.",
+    "token shares per phase with capped upsampling, then the takedown list (the taken-down "
+    "documents and their duplicates lose their occurrences): one row per document occurrence, "
+    "and a selection decision per document.",
 )
 def mix(context: AssetExecutionContext, pipeline: PipelineResource,
         storage: StorageResource) -> MaterializeResult:
@@ -112,6 +109,9 @@ def mix(context: AssetExecutionContext, pipeline: PipelineResource,
         "selection_funnel": counter_table(Counter(extra["funnel"]), "rule"),
         "shares": _shares_table(shares),
         "ran_out": MetadataValue.json(extra["ran_out"]),
+        "takedown_version": MetadataValue.text(extra["takedown_version"]),
+        "taken_down_documents": MetadataValue.int(extra["taken_down_documents"]),
+        "taken_down_occurrences": MetadataValue.int(extra["taken_down_occurrences"]),
         "rebuilt": MetadataValue.bool(build.result is not None),
     }
     for rule, count in extra["funnel"].items():
@@ -136,9 +136,10 @@ def shards(context: AssetExecutionContext, pipeline: PipelineResource,
     store = storage.store
     config, recipe = pipeline.load(), pipeline.recipe(name)
     pinned = load_stored_tokenizer(store, name)
-    mix_version = PartitionLayout(store, MIX, name).complete_manifest().data_version
+    mixed = PartitionLayout(store, MIX, name).complete_manifest()
+    mix_version = mixed.data_version
     version = dataset_version(
-        recipe, config, takedown_version=NO_TAKEDOWNS,
+        recipe, config, takedown_version=mixed.extra["takedown_version"],
         input_data_versions={"mix": mix_version, "tokenizer": pinned.sha256},
         code_versions={TOKENIZER: TOKENIZER_CODE_VERSION, MIX: MIX_CODE_VERSION,
                        SHARDS: SHARDS_CODE_VERSION})

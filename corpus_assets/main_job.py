@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from dagster import DagsterInstance, ExecuteInProcessResult
 
@@ -45,7 +46,10 @@ def run_main_jobs(
 
 
 def main_run_config(pipeline: str, root: str, workers: int, log_level: str = "INFO") -> dict:
-    return {"resources": {"compute": {"config": {"workers": workers}},
-                          "storage": {"config": {"root": root}},
-                          "pipeline": {"config": {"path": pipeline}}},
+    resources = {"compute": {"config": {"workers": workers}},
+                 "storage": {"config": {"root": root}},
+                 "pipeline": {"config": {"path": pipeline}}}
+    if "://" not in root:  # beside a local root; an S3 root keeps the default local file
+        resources["catalog"] = {"config": {"path": str(Path(root) / "catalog.duckdb")}}
+    return {"resources": resources,
             "loggers": {"console": {"config": {"log_level": log_level}}}}

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from corpus_cli.lineage import lineage_app, shards_app, takedown_app
 from curation.config import (
     ConfigError,
     dataset_version,
@@ -33,6 +34,9 @@ config_app = typer.Typer(help="pipeline.yaml and recipes.", no_args_is_help=True
 app.add_typer(sample_app, name="sample")
 app.add_typer(snapshots_app, name="snapshots")
 app.add_typer(config_app, name="config")
+app.add_typer(lineage_app, name="lineage")
+app.add_typer(takedown_app, name="takedown")
+app.add_typer(shards_app, name="shards")
 
 PipelineOption = Annotated[Path, typer.Option(help="The deployment's pipeline.yaml")]
 
@@ -139,24 +143,61 @@ def snapshots_list() -> None:
 # --- running ---------------------------------------------------------------------------------
 
 
+def _run_progress():  # noqa: ANN202 - a rich Progress
+    """A progress bar of runs done / total with elapsed and remaining time, on stderr."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                    MofNCompleteColumn(), TextColumn("runs"), TimeElapsedColumn(),
+                    TextColumn("left"), TimeRemainingColumn(), console=Console(stderr=True))
+
+
+def _run_plan(partitions: list[str], recipes: list[str]) -> list[str]:
+    """`job[partition]` of every run `run_main_jobs` makes, in its order."""
+    from corpus_assets.definitions import MAIN_JOBS
+    from corpus_assets.main_job import PER_PARTITION_JOBS, PER_RECIPE_JOBS
+
+    return [f"{job}[{key}]" for job in MAIN_JOBS
+            for key in (partitions if job in PER_PARTITION_JOBS
+                        else recipes if job in PER_RECIPE_JOBS else ["all"])]
+
+
 def materialize_partitions(partitions: list[str], workers: int, root: str,
                            pipeline: Path) -> list[dict]:
-    """Runs the main jobs for the partitions on the instance; returns summary rows."""
+    """Runs the main jobs for the partitions on the instance, with a progress bar; returns
+    summary rows."""
     from corpus_assets.main_job import main_run_config, run_main_jobs
 
     started = time.perf_counter()
+    recipes = _recipes(pipeline)
+    plan = _run_plan(partitions, recipes)
+    with _run_progress() as progress:
+        task = progress.add_task(f"running {plan[0]}" if plan else "", total=len(plan))
 
-    def report(run) -> None:  # noqa: ANN001 - a JobRun
-        result = run.result
-        failed = [c.check_name for c in result.get_asset_check_evaluations()
-                  if not c.passed and c.severity.value == "ERROR"]
-        status = "ok" if result.success and not failed else f"FAILED {failed or ''}"
-        typer.echo(f"{run.job}[{run.partition or 'all'}]: run {result.run_id[:8]} {status} "
-                   f"at {time.perf_counter() - started:.1f} s")
+        def on_run(run) -> None:  # noqa: ANN001 - a JobRun
+            result = run.result
+            failed = [c.check_name for c in result.get_asset_check_evaluations()
+                      if not c.passed and c.severity.value == "ERROR"]
+            status = "ok" if result.success and not failed else f"FAILED {failed or ''}"
+            line = (f"{run.job}[{run.partition or 'all'}]: run {result.run_id[:8]} {status} "
+                    f"at {time.perf_counter() - started:.1f} s")
+            progress.console.print(line, markup=False, highlight=False)
+            done = int(progress.tasks[0].completed) + 1
+            progress.update(task, advance=1, description=f"running {plan[done]}"
+                            if done < len(plan) else "main job done")
 
-    runs = run_main_jobs(_instance(), partitions,
-                         main_run_config(str(pipeline), root, workers), report,
-                         recipes=_recipes(pipeline))
+        runs = run_main_jobs(_instance(), partitions,
+                             main_run_config(str(pipeline), root, workers), on_run,
+                             recipes=recipes)
     if not runs[-1].result.success:
         raise typer.Exit(1)
     return [row for run in runs for row in _summary_rows(run.result, run.partition or "all")]
@@ -243,10 +284,97 @@ def sample_run(
     config = _load_pipeline_or_exit(pipeline)
     rows = materialize_partitions(config.partition_keys(), workers, root, pipeline)
     print_summary(rows)
+    for name in _recipes(pipeline):
+        report_html = Path(root) / "reports" / name / "report.html"
+        if report_html.exists():
+            typer.echo(f"\nFunnel report of recipe {name}: {report_html.resolve()}")
     typer.echo(
         f"\nOpen the UI:  DAGSTER_HOME={dagster_home()} .venv/bin/dagster dev -w workspace.yaml"
         "\n              (or: .venv/bin/corpus ui), then browse http://127.0.0.1:3000"
     )
+
+
+@app.command("report")
+def report(
+    recipe: Annotated[str, typer.Option(help="Recipe name: recipes/NAME.yaml beside the "
+                                        "pipeline")],
+    root: Annotated[str, typer.Option(help="Storage root: folder or s3://bucket/prefix")] = "data",
+    out: Annotated[Path | None, typer.Option(
+        help="Write the HTML here (default: {root}/reports/NAME/report.html with its PNGs)")
+    ] = None,
+    pipeline: PipelineOption = Path("pipeline.yaml"),
+) -> None:
+    """Write a recipe's funnel report (one self-contained HTML page) and print where."""
+    from curation.report import ReportError, build_report, write_report
+    from curation.storage import open_store
+    from resources import S3ClientFactory
+
+    config = _load_pipeline_or_exit(pipeline)
+    path = pipeline.resolve().parent / "recipes" / f"{recipe}.yaml"
+    try:
+        loaded = load_recipe(path, config)
+    except (ConfigError, FileNotFoundError) as error:
+        typer.secho(str(error), fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from None
+    store = open_store(root, S3ClientFactory(()) if root.startswith("s3://") else None)
+    try:
+        built = build_report(store, loaded)
+    except (ReportError, FileNotFoundError) as error:
+        typer.secho(f"report[{recipe}]: {error}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from None
+    if out is None:
+        where = store.uri(write_report(store, built)["html"])
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(built.html, encoding="utf-8")
+        where = str(out.resolve())
+    summary = built.data["summary"]
+    typer.echo(f"report[{recipe}]: {summary['documents']:,} documents -> "
+               f"{summary['documents_selected']:,} selected, about "
+               f"{summary['selected_tokens']:,} tokens; {summary['shard_tokens'] or 0:,} tokens "
+               f"in the shards")
+    typer.echo(f"written: {where}")
+
+
+@app.command("ablation")
+def ablation_command(
+    baseline: Annotated[str, typer.Argument(help="Recipe of the baseline proxy_eval")],
+    candidate: Annotated[str, typer.Argument(help="Recipe of the candidate proxy_eval")],
+    root: Annotated[str, typer.Option(help="Storage root")] = "data",
+) -> None:
+    """Two proxy_eval results side by side, and whether the candidate ships."""
+    from corpus_assets.proxy import ablation
+    from corpus_cli.lineage import _store
+
+    table, ships = ablation(_store(root), baseline, candidate)
+    typer.echo(table)
+    typer.echo(f"\nverdict: {'ships' if ships else 'hold'}")
+
+
+# Benchmark scripts a user runs (the others are helpers they call, or datatrove's side).
+BENCHMARKS = ("extraction", "filters", "minhash", "clustering", "decontamination", "pii",
+              "tokenization", "catalog", "corpus", "proxy")
+
+
+@app.command("benchmark", context_settings={"allow_extra_args": True,
+                                            "ignore_unknown_options": True})
+def benchmark(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Argument(help=f"One of: {', '.join(BENCHMARKS)}")] = None,
+) -> None:
+    """Run a benchmark script (it prints its table and writes benchmarks/results/NAME.md)."""
+    if name is None:
+        for script in BENCHMARKS:
+            doc = (PROJECT_ROOT / "benchmarks" / f"{script}.py").read_text().split('"""')[1]
+            typer.echo(f"{script:<16}{doc.strip().splitlines()[0]}")
+        return
+    if name not in BENCHMARKS:
+        typer.secho(f"unknown benchmark {name!r}; one of: {', '.join(BENCHMARKS)}",
+                    fg=typer.colors.RED, err=True)
+        raise typer.Exit(2)
+    script = PROJECT_ROOT / "benchmarks" / f"{name}.py"
+    raise typer.Exit(subprocess.call([sys.executable, str(script), *ctx.args],
+                                     cwd=PROJECT_ROOT))
 
 
 @app.command("ui")

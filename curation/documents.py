@@ -9,6 +9,8 @@ before the expensive extraction.
 from __future__ import annotations
 
 import json
+import logging
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,12 +20,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curation.config import DocumentsSettings, SourceConfig, stable_hash
-from curation.extract import Extractor, Rejected, decode_html, precheck_language
+from curation.extract import (
+    Extractor,
+    Rejected,
+    decode_html,
+    precheck_language,
+    sniff_binary,
+    unwrap_payload,
+)
 from curation.partition import Manifest
 from curation.schema import DOCUMENT_SCHEMA, REJECT_SCHEMA, WEB_SOURCE, source_doc_id, web_doc_id
 from curation.stats import StageStats
 from curation.storage import InputReader, Store
 from curation.tasks import (
+    LockSettings,
     PartitionRun,
     TaskOutput,
     TaskResult,
@@ -33,12 +43,15 @@ from curation.tasks import (
 )
 from curation.urlfilter import UrlFilter, url_host
 from curation.versions import library_versions
-from curation.warc import ReadFailure, WarcItem, iter_warc
+from curation.warc import HTTP_HEAD_BYTES, ReadFailure, WarcItem, iter_warc
 
 ASSET = "documents"
 # Bumped whenever this module's output for the same input changes.
-KERNEL_VERSION = "documents-1"
+# 2: own WARC framing (bad Content-Length, garbled headers), de-chunked payloads, binary sniffing,
+#    UTF-8 behind single-byte labels, depth limit, CPU-time extraction limit.
+KERNEL_VERSION = "documents-2"
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -112,7 +125,8 @@ def _is_html(item: WarcItem) -> bool:
     return item.content_type is not None and item.content_type.startswith(HTML_TYPES)
 
 
-def _web_row(task: Task, item: WarcItem, text: str, charset: str) -> dict[str, Any]:
+def _web_row(task: Task, item: WarcItem, text: str, charset: str,
+             html_bytes: int) -> dict[str, Any]:
     return {
         "doc_id": web_doc_id(task.partition, item.record_id, task.location, item.offset),
         "source": WEB_SOURCE,
@@ -123,7 +137,7 @@ def _web_row(task: Task, item: WarcItem, text: str, charset: str) -> dict[str, A
         "warc_offset": item.offset,
         "fetched_at": item.date,
         "charset": charset,
-        "html_bytes": len(item.payload or b""),
+        "html_bytes": html_bytes,
         "licence": None,
         "text": text,
     }
@@ -140,15 +154,23 @@ def _process_record(item: WarcItem, task: Task, settings: DocumentsSettings,
     out.stats.candidates += 1
     payload = item.payload or b""
     out.stats.html_bytes += len(payload)
+    if item.dechunked:
+        out.stats.counts["dechunked_payloads"] += 1
     try:
+        if item.url is None:
+            raise Rejected("corrupt_header", "response record without a WARC-Target-URI")
         if item.http_status is not None and not 200 <= item.http_status < 300:
             raise Rejected("http_status", f"HTTP {item.http_status}")
         if filtered := url_filter.check(item.url):
             raise Rejected(*filtered)
-        if len(payload) > settings.max_html_bytes:
-            raise Rejected("too_large", f"{len(payload)} bytes > {settings.max_html_bytes}")
+        if item.oversized or len(payload) > settings.max_html_bytes:
+            size = item.content_length if item.oversized else len(payload)
+            raise Rejected("too_large", f"{size} bytes > {settings.max_html_bytes}")
+        payload = unwrap_payload(payload, settings.max_html_bytes)
         if len(payload) < settings.min_html_bytes:
             raise Rejected("too_small", f"{len(payload)} bytes < {settings.min_html_bytes}")
+        if kind := sniff_binary(payload):
+            raise Rejected("binary_payload", f"{kind} labelled {item.content_type}")
         html, charset = decode_html(payload, item.charset)
         precheck_language(html, settings.language_precheck, settings.languages)
         text = extractor.extract(html, item.url)
@@ -156,18 +178,27 @@ def _process_record(item: WarcItem, task: Task, settings: DocumentsSettings,
         out.reject(_STAGE_OF_REASON.get(rejected.reason, "extract"), rejected.reason, item.url,
                    item.offset, str(rejected))
         return
-    out.keep(_web_row(task, item, text, charset))
+    out.keep(_web_row(task, item, text, charset, len(payload)))
 
 
 _STAGE_OF_REASON = {
+    "corrupt_header": "warc_read",
     "http_status": "pre_extract",
     "url_blocklist": "url_filter",
     "url_banned_substring": "url_filter",
     "too_large": "size_limit",
     "too_small": "size_limit",
+    "too_deep": "size_limit",
+    "binary_payload": "pre_extract",
     "bad_charset": "charset",
     "language_precheck": "language_precheck",
 }
+
+
+def _failure_message(error: BaseException) -> str:
+    where = traceback.extract_tb(error.__traceback__)[-1:]
+    place = f" at {where[0].filename.rsplit('/', 1)[-1]}:{where[0].lineno}" if where else ""
+    return f"{type(error).__name__}: {error}{place}"
 
 
 def _read_warc(task: Task, path: Path, settings: DocumentsSettings, out: _Collector) -> None:
@@ -175,22 +206,45 @@ def _read_warc(task: Task, path: Path, settings: DocumentsSettings, out: _Collec
     options = settings.url_filter
     url_filter = UrlFilter.load(options.domain_blocklist, options.banned_substrings,
                                 options.use_default_substrings)
-    for item in iter_warc(path):
-        if isinstance(item, ReadFailure):
+    records = 0
+    failures = 0
+    offset: int | None = None
+    try:
+        # Blocks past the size limit (plus room for HTTP headers) are never held in memory.
+        for item in iter_warc(path, settings.max_html_bytes + HTTP_HEAD_BYTES):
             out.stats.records_in += 1
-            out.reject("warc_read", item.reason, None, item.offset, item.message)
-            continue
-        out.stats.records_in += 1
-        if item.truncated:
-            out.reject("warc_read", "truncated_record", item.url, item.offset)
-            continue
-        _process_record(item, task, settings, extractor, url_filter, out)
+            if isinstance(item, ReadFailure):
+                failures += 1
+                out.reject("warc_read", item.reason, item.url, item.offset, item.message)
+                continue
+            records += 1
+            offset = item.offset
+            if item.truncated:
+                out.reject("warc_read", "truncated_record", item.url, item.offset)
+                continue
+            try:
+                _process_record(item, task, settings, extractor, url_filter, out)
+            except Exception as error:  # noqa: BLE001 - one record never ends the run
+                log.exception("documents: record at %s:%s failed", task.location, item.offset)
+                out.reject("documents", "internal_error", item.url, item.offset,
+                           _failure_message(error))
+    except Exception as error:  # noqa: BLE001 - nor does a reader bug: keep what was read
+        log.exception("documents: reading %s failed after offset %s", task.location, offset)
+        out.reject("warc_read", "read_error", None, offset, _failure_message(error))
+        return
+    if records and not failures and not out.stats.record_types["response"]:
+        kinds = ", ".join(f"{count} {kind}" for kind, count in
+                          sorted(out.stats.record_types.items()))
+        hint = " (a WET or WAT file?)" if out.stats.record_types["conversion"] or \
+            out.stats.record_types["metadata"] else ""
+        out.reject("warc_read", "no_responses", None, None,
+                   f"the file holds no response records, only {kinds}{hint}")
 
 
 # --- curated sources -------------------------------------------------------------------------
 
 
-def _source_records(path: Path, config: SourceConfig) -> Iterator[tuple[int, dict[str, Any]]]:
+def _source_records(path: Path, config: SourceConfig) -> Iterator[tuple[int, Any]]:
     if config.format == "text":
         yield 0, {config.text_field: path.read_text(encoding="utf-8", errors="replace")}
     elif config.format == "parquet":
@@ -200,7 +254,10 @@ def _source_records(path: Path, config: SourceConfig) -> Iterator[tuple[int, dic
         with open(path, encoding="utf-8") as handle:
             for line, raw in enumerate(handle):
                 if raw.strip():
-                    yield line, json.loads(raw)
+                    try:
+                        yield line, json.loads(raw)
+                    except ValueError as error:  # one bad line, not the whole file
+                        yield line, error
 
 
 def _read_source(task: Task, path: Path, settings: DocumentsSettings, out: _Collector) -> None:
@@ -210,6 +267,12 @@ def _read_source(task: Task, path: Path, settings: DocumentsSettings, out: _Coll
     try:
         for line, record in _source_records(path, config):
             out.stats.records_in += 1
+            if not isinstance(record, dict):
+                what = f"{type(record).__name__}: {record}" if isinstance(record, Exception) \
+                    else f"a JSON {type(record).__name__}, not an object"
+                out.reject("source_read", "unreadable_record",
+                           f"source://{task.source}/{name}#{line}", line, what)
+                continue
             out.stats.candidates += 1
             text = str(record.get(config.text_field) or "").strip()
             url = record.get(config.url_field) if config.url_field else None
@@ -276,14 +339,17 @@ def run_documents(
     source_config: SourceConfig | None = None,
     version: str | None = None,
     on_task_done: Callable[[TaskResult, int, int], None] | None = None,
+    lock: LockSettings | None = None,
+    run_id: str | None = None,
 ) -> DocumentsRun:
-    """Runs (or resumes) the documents stage for one partition; the manifest is written last."""
+    """Runs (or resumes) the documents stage for one partition; the manifest is written last.
+    The partition is locked for the run (see `curation.tasks.PartitionLock`)."""
     version = version or run_version(settings, warc_files, source_config)
     tasks = tuple(Task(index, snapshot, location, source, source_config)
                   for index, location in enumerate(warc_files))
     work = DocumentsWork(tasks, settings, reader or InputReader())
     result = run_partition(PartitionRun(store, ASSET, snapshot, version), len(tasks), work,
-                           workers, on_task_done)
+                           workers, on_task_done, lock=lock, run_id=run_id)
     samples = pick_samples(store, result.results, settings.sample_size,
                            f"samples/{ASSET}/{snapshot}.jsonl")
     return DocumentsRun(result.manifest, result.stats, samples, result.wall_seconds,

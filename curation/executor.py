@@ -1,6 +1,8 @@
-"""Runs a partition's tasks on the local process pool (Ray comes in as another backend).
+"""Runs a partition's tasks on the local process pool, or on Ray when a Ray address is set.
 
-Results come back in task order whatever the worker count, so outputs never depend on it.
+Results come back in task order whatever the worker count or backend, so outputs never depend
+on them. The backend is run configuration (`ComputeResource.ray_address` calls `use_ray`), never
+part of a version.
 """
 
 from __future__ import annotations
@@ -13,6 +15,46 @@ from typing import TypeVar
 T = TypeVar("T")
 R = TypeVar("R")
 
+# The Ray cluster the tasks go to ("local" starts one in this process); None: the local pool.
+_RAY_ADDRESS: str | None = None
+
+
+def use_ray(address: str | None) -> None:
+    """Send the tasks of later `map_tasks` calls to the Ray cluster at `address` (None: back to
+    the local process pool)."""
+    global _RAY_ADDRESS
+    _RAY_ADDRESS = address
+
+
+def _call(fn: Callable[[T], R], task: T) -> R:
+    return fn(task)
+
+
+def _ray_map(fn: Callable[[T], R], tasks: Sequence[T], workers: int,
+             on_done: Callable[[R, int, int], None] | None) -> list[R]:
+    import ray
+
+    if not ray.is_initialized():
+        if _RAY_ADDRESS == "local":
+            ray.init(num_cpus=max(workers, 1), include_dashboard=False,
+                     log_to_driver=False)
+        else:
+            ray.init(address=_RAY_ADDRESS, log_to_driver=False)
+    remote = ray.remote(num_cpus=1, max_retries=2)(_call)
+    work = ray.put(fn)  # shipped once, not with every task
+    pending = {remote.remote(work, task): position for position, task in enumerate(tasks)}
+    results: list[R | None] = [None] * len(tasks)
+    done = 0
+    waiting = list(pending)
+    while waiting:
+        ready, waiting = ray.wait(waiting, num_returns=1)
+        position = pending[ready[0]]
+        results[position] = ray.get(ready[0])
+        done += 1
+        if on_done:
+            on_done(results[position], done, len(tasks))
+    return results  # type: ignore[return-value]
+
 
 def map_tasks(
     fn: Callable[[T], R],
@@ -24,6 +66,8 @@ def map_tasks(
 
     Workers are spawned, not forked: the caller may be a Dagster run with threads of its own.
     """
+    if _RAY_ADDRESS is not None and tasks:
+        return _ray_map(fn, tasks, workers, on_done)
     total = len(tasks)
     results: list[R | None] = [None] * total
     if workers <= 0:
@@ -35,8 +79,15 @@ def map_tasks(
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(workers, max(total, 1)), mp_context=context) as pool:
         futures = {pool.submit(fn, task): position for position, task in enumerate(tasks)}
-        for done, future in enumerate(as_completed(futures), start=1):
-            results[futures[future]] = future.result()
-            if on_done:
-                on_done(results[futures[future]], done, total)
+        try:
+            for done, future in enumerate(as_completed(futures), start=1):
+                results[futures[future]] = future.result()
+                if on_done:
+                    on_done(results[futures[future]], done, total)
+        except BaseException:
+            # A failed task or callback (a lost partition lock) stops the run now: tasks not
+            # yet started are cancelled instead of running to the end first.
+            for future in futures:
+                future.cancel()
+            raise
     return results  # type: ignore[return-value]

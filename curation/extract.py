@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import codecs
 import logging
+import re
 import signal
 import threading
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import detect_encoding
@@ -17,6 +21,14 @@ from curation.config import DocumentsSettings, LanguagePrecheck
 # More replacement characters than this after the best decoding means the bytes are not text in
 # any charset we could find.
 MAX_REPLACEMENT_FRACTION = 0.01
+# Deeper element nesting than this is not a real page (the deepest of 403 real pages in
+# ../shared/data nests 510 elements by the measure below) and makes extractors slow:
+# resiliparse's main-content pass is quadratic in depth, about 110 s at 100,000 nested divs, in C
+# code that a time limit cannot interrupt.
+MAX_HTML_DEPTH = 5000
+# Control bytes (other than tab, line breaks, form feed and ESC) in the head of a payload above
+# this fraction mean binary data, whatever the Content-Type says.
+MAX_CONTROL_FRACTION = 0.01
 
 
 class Rejected(Exception):
@@ -25,6 +37,58 @@ class Rejected(Exception):
     def __init__(self, reason: str, message: str = "") -> None:
         super().__init__(message or reason)
         self.reason = reason
+
+
+# --- payload sniffing ------------------------------------------------------------------------
+
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "PNG image"), (b"GIF87a", "GIF image"), (b"GIF89a", "GIF image"),
+    (b"\xff\xd8\xff", "JPEG image"), (b"%PDF-", "PDF document"), (b"PK\x03\x04", "ZIP archive"),
+    (b"\x1f\x8b", "gzip data"), (b"BZh", "bzip2 data"), (b"\xfd7zXZ\x00", "xz data"),
+    (b"\x28\xb5\x2f\xfd", "zstd data"), (b"RIFF", "RIFF media (WebP, WAV, AVI)"),
+    (b"wOFF", "WOFF font"), (b"wOF2", "WOFF2 font"), (b"OggS", "Ogg media"),
+    (b"\x1a\x45\xdf\xa3", "Matroska/WebM media"), (b"ID3", "MP3 audio"),
+    (b"\x00\x00\x01\x00", "icon"), (b"\x7fELF", "ELF executable"), (b"MZ", "Windows executable"),
+)
+_CONTROL_BYTES = bytes([*range(0x00, 0x09), *range(0x0E, 0x1B), *range(0x1C, 0x20)])
+_BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def sniff_binary(payload: bytes) -> str | None:
+    """What binary data the payload holds (by magic number or control bytes), or None for text.
+
+    Servers label images, archives and downloads `text/html`; such bytes decode under a
+    single-byte charset and would reach the extractor as garbage.
+    """
+    if payload.startswith(_BOMS):
+        return None
+    head = payload[:64].lstrip(b" \t\r\n")
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    if payload[4:8] == b"ftyp":
+        return "MP4/ISO media"
+    sample = payload[:8192]
+    controls = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
+    if sample and controls > MAX_CONTROL_FRACTION * len(sample):
+        return f"binary data ({controls} control bytes in the first {len(sample)})"
+    return None
+
+
+def unwrap_payload(payload: bytes, limit: int) -> bytes:
+    """The payload, gunzipped when it is a gzip stream (a body stored with its HTTP
+    Content-Encoding); at most `limit` bytes are inflated, so a gzip bomb stays bounded."""
+    if not payload.startswith(b"\x1f\x8b"):
+        return payload
+    inflater = zlib.decompressobj(31)
+    try:
+        body = inflater.decompress(payload, limit + 1)
+    except zlib.error as error:
+        raise Rejected("binary_payload", f"gzip data labelled HTML does not inflate: "
+                                         f"{error}") from None
+    if len(body) > limit:
+        raise Rejected("too_large", f"gzip-encoded body inflates to over {limit} bytes")
+    return body
 
 
 # --- charset ---------------------------------------------------------------------------------
@@ -39,16 +103,34 @@ def _strict(payload: bytes, charset: str | None) -> str | None:
         return None
 
 
+@lru_cache(maxsize=256)
+def _single_byte(charset: str) -> bool:
+    """Whether a charset maps every byte to one character (latin-1, windows-1252, koi8-r...):
+    such a charset decodes any bytes, so a wrong label never fails."""
+    probe = "\u00e9\u00fc\u4e2d\u0416".encode()  # 9 bytes of UTF-8
+    try:
+        return len(probe.decode(charset, errors="replace")) == len(probe)
+    except LookupError:
+        return False
+
+
 def decode_html(payload: bytes, declared: str | None) -> tuple[str, str]:
     """Text and the charset used: the HTTP header's, else the page's meta tag, else detection.
 
     A declared charset that fails to decode (a lying header) falls back to the meta tag and then
-    to detection; bytes that decode under none of them are rejected as `bad_charset`.
+    to detection; bytes that decode under none of them are rejected as `bad_charset`. A
+    single-byte label (latin-1, windows-1252...) cannot fail, so it is checked the other way:
+    bytes that are valid UTF-8 and not plain ASCII are UTF-8 (text in a single-byte charset
+    almost never forms valid multi-byte UTF-8 sequences), whatever the label says.
     """
     meta = detect_encoding(payload, from_html_meta=True)
     for charset in (declared, meta, detect_encoding(payload), "utf-8"):
         text = _strict(payload, charset)
         if text is not None:
+            if charset and _single_byte(charset) and not payload.isascii():
+                utf8 = _strict(payload, "utf-8")
+                if utf8 is not None:
+                    return utf8.removeprefix("\ufeff"), "utf-8"
             return text.removeprefix("\ufeff"), _normalise_charset(charset)
     lossy = payload.decode(meta or "utf-8", errors="replace")
     if lossy.count("\ufffd") > MAX_REPLACEMENT_FRACTION * max(len(lossy), 1):
@@ -61,6 +143,40 @@ def _normalise_charset(charset: str | None) -> str:
 
 
 # --- cheap checks before extraction ----------------------------------------------------------
+
+_VOID = frozenset("area base br col embed hr img input link meta param source track wbr keygen "
+                  "command basefont frame isindex".split())
+_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9:-]*)[^>]*?(/?)>")
+
+
+def html_depth(html: str, stop: int | None = None) -> int:
+    """Deepest element nesting by a tag scan (void and self-closed elements do not nest; an
+    end tag closes one level). Stops counting once `stop` is passed."""
+    depth = deepest = 0
+    for match in _TAG.finditer(html):
+        closing, name, self_closed = match.groups()
+        if self_closed or name.lower() in _VOID:
+            continue
+        if closing:
+            depth = max(depth - 1, 0)
+            continue
+        depth += 1
+        if depth > deepest:
+            deepest = depth
+            if stop is not None and deepest > stop:
+                break
+    return deepest
+
+
+def check_depth(html: str, limit: int = MAX_HTML_DEPTH) -> None:
+    """Raises `Rejected('too_deep')` for pathologically nested markup (cheap: a page with fewer
+    tags than the limit is not scanned)."""
+    if html.count("<") <= limit:
+        return
+    depth = html_depth(html, stop=limit)
+    if depth > limit:
+        raise Rejected("too_deep", f"elements nest over {limit} deep")
+
 
 
 def precheck_language(html: str, settings: LanguagePrecheck, languages: list[str]) -> None:
@@ -90,10 +206,13 @@ class _Expired(BaseException):
 
 @contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
-    """Raises `Rejected('extract_timeout')` when the body runs longer than `seconds`.
+    """Raises `Rejected('extract_timeout')` when the body uses more than `seconds` of CPU time.
 
-    Uses SIGALRM, so it only applies in a process's main thread (worker processes are); elsewhere
-    it runs the body unbounded rather than failing.
+    CPU time (ITIMER_PROF), not wall time: on a busy machine (other workers, other jobs) a page
+    takes longer by the clock but not in CPU, and a wall-clock limit made the same input give
+    different documents from run to run. Uses a signal, so it only applies in a process's main
+    thread (worker processes are); elsewhere it runs the body unbounded rather than failing.
+    It cannot interrupt C code that never returns to Python (see `check_depth`).
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -102,15 +221,15 @@ def time_limit(seconds: float) -> Iterator[None]:
     def _expire(signum: int, frame: object) -> None:
         raise _Expired
 
-    previous = signal.signal(signal.SIGALRM, _expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = signal.signal(signal.SIGPROF, _expire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
         yield
     except _Expired:
-        raise Rejected("extract_timeout", f"extraction took over {seconds:g} s") from None
+        raise Rejected("extract_timeout", f"extraction took over {seconds:g} s of CPU") from None
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
 @dataclass
@@ -133,6 +252,7 @@ class Extractor:
             self._cache = LRUCache(maxsize=4096)
 
     def extract(self, html: str, url: str | None) -> str:
+        check_depth(html)
         try:
             with time_limit(self.settings.timeout_seconds):
                 text = self._extract(html, url)

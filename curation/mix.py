@@ -71,6 +71,8 @@ ASSET = "mix"
 RULES = ("language", "heuristics", "contaminated", "empty_after_edits", "quality", "duplicate")
 """Selection rules in the order they are applied; a document's decision names the first one it
 fails."""
+TAKEDOWN = "takedown"
+"""The rule of a selected document the takedown list removed after mixing (`curation.mix_stage`)."""
 SELECTED = "selected"
 DEFAULT_BYTES_PER_TOKEN = 4.0
 DEDUP_ASSETS = ("url_dedup", "exact_dedup", "dedup_clusters")

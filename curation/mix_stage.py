@@ -1,7 +1,14 @@
 """The `mix[recipe]` stage around `curation.mix`: token estimates calibrated on the pinned
-tokenizer, the mix written to `mix/{recipe}/` (occurrences as the main table; selection
-decisions and shares beside them) under a version that covers the recipe, the tokenizer and the
-data versions of every input partition."""
+tokenizer, the takedown list applied after selection, the mix written to `mix/{recipe}/`
+(occurrences as the main table; selection decisions and shares beside them) under a version
+that covers the recipe, the tokenizer, the takedown version and the data versions of every
+input partition.
+
+Takedowns come last (architecture.md, "Determinism"): selection and repeat counts are computed
+as if nothing were taken down, then the taken-down documents' occurrences are cut. A takedown
+therefore changes nothing but the removed occurrences, and the shuffle by keyed hash keeps every
+other occurrence's tokens and relative order.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from curation.config import SOURCE_PREFIX, RecipeConfig, stable_hash
 from curation.mix import (
     ASSET,
     KERNEL_VERSION,
+    TAKEDOWN,
     MixResult,
     build_mix,
     ran_out_notes,
@@ -26,6 +35,13 @@ from curation.mix import (
 from curation.partition import Manifest, PartitionLayout
 from curation.schema import WEB_SOURCE
 from curation.storage import Store
+from curation.takedowns import (
+    EMPTY_VERSION,
+    TakedownList,
+    current_takedowns,
+    expand_takedowns,
+    save_tombstones,
+)
 from curation.tokenizer import PinnedTokenizer
 
 MIX = ASSET
@@ -79,34 +95,76 @@ class MixBuild:
     result: MixResult | None  # None when the stored mix was current
 
 
+@dataclass(frozen=True)
+class TakenDown:
+    """The takedown list a mix applied and what it cut."""
+
+    version: str
+    documents: frozenset[str]  # the matched documents and their duplicates
+    occurrences: int
+    tokens: int
+
+
+def apply_takedowns(store: Store, recipe: RecipeConfig, result: MixResult,
+                    takedowns: TakedownList) -> tuple[pa.Table, pa.Table, TakenDown]:
+    """The occurrences and decisions without the taken-down documents (their decisions say
+    `takedown`), after selection and repeat counts are fixed."""
+    if takedowns.version == EMPTY_VERSION:
+        return result.occurrences, result.decisions, TakenDown(EMPTY_VERSION, frozenset(), 0, 0)
+    gone = expand_takedowns(store, takedowns, recipe_partitions(recipe))
+    save_tombstones(store, takedowns, gone)
+    ids = pa.array(sorted(gone), pa.string())
+    occurrences = result.occurrences
+    cut = pc.is_in(occurrences["doc_id"], ids)
+    removed = occurrences.filter(cut)
+    decisions = result.decisions
+    hit = pc.is_in(decisions["doc_id"], ids)
+    decisions = decisions.set_column(
+        decisions.schema.get_field_index("kept"), "kept",
+        pc.and_(decisions["kept"], pc.invert(hit)))
+    decisions = decisions.set_column(
+        decisions.schema.get_field_index("rule"), "rule",
+        pc.if_else(hit, pa.scalar(TAKEDOWN), decisions["rule"]))
+    tokens = int(pc.sum(removed["est_tokens"]).as_py() or 0)
+    return (occurrences.filter(pc.invert(cut)), decisions,
+            TakenDown(takedowns.version, frozenset(gone), removed.num_rows, tokens))
+
+
 def build_and_store_mix(store: Store, recipe_name: str, recipe: RecipeConfig,
                         tokenizer: PinnedTokenizer) -> MixBuild:
     layout = PartitionLayout(store, MIX, recipe_name)
+    takedowns = current_takedowns(store)
     version = stable_hash({"code": MIX_CODE_VERSION, "recipe": recipe.model_dump(mode="json"),
-                           "tokenizer": tokenizer.sha256,
+                           "tokenizer": tokenizer.sha256, "takedowns": takedowns.version,
                            "inputs": input_versions(store, recipe)})
     existing = layout.read_manifest()
     if existing is not None and existing.version == version:
         return MixBuild(existing, None)
     ratios = bytes_per_token(store, recipe, tokenizer)
     result = build_mix(store, recipe, bytes_per_token=ratios, token_estimate="tokenizer")
+    occurrences, decisions, taken = apply_takedowns(store, recipe, result, takedowns)
     layout.prepare(version)
     manifest = Manifest(
-        MIX, recipe_name, version, [layout.write_part(0, result.occurrences)],
-        tables={"decisions": [layout.write_table("decisions", 0, result.decisions)],
+        MIX, recipe_name, version, [layout.write_part(0, occurrences)],
+        tables={"decisions": [layout.write_table("decisions", 0, decisions)],
                 "shares": [layout.write_table("shares", 0, result.shares)]},
-        extra=summary(result))
+        extra=summary(result, decisions, taken))
     layout.write_manifest(manifest)
     return MixBuild(manifest, result)
 
 
-def summary(result: MixResult) -> dict[str, Any]:
+def summary(result: MixResult, decisions: pa.Table, taken: TakenDown) -> dict[str, Any]:
+    """The manifest's account of the mix; `selected` counts what the takedowns left."""
     return {"funnel": result.funnel, "candidates": result.candidates,
-            "selected": result.selected, "total_tokens": result.total_tokens,
+            "selected": int(pc.sum(decisions["kept"]).as_py() or 0),
+            "total_tokens": result.total_tokens,
             "achieved_tokens": result.achieved_tokens, "token_estimate": result.token_estimate,
             "bytes_per_token": result.bytes_per_token,
             "share_failures": share_failures(result.shares),
-            "ran_out": ran_out_notes(result.shares)}
+            "ran_out": ran_out_notes(result.shares),
+            "takedown_version": taken.version, "taken_down_documents": len(taken.documents),
+            "taken_down_occurrences": taken.occurrences,
+            "taken_down_tokens": taken.tokens}
 
 
 def read_occurrences(store: Store, recipe_name: str) -> pa.Table:

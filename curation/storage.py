@@ -2,25 +2,161 @@
 
 Objects appear under their final names only when whole: locally a temporary name then a rename,
 on S3 a single PUT. Stores are picklable so worker processes (or Ray tasks) write their own parts.
+
+Every S3 call (get, put, head, list, delete) retries throttling (`SlowDown`,
+`RequestLimitExceeded`, HTTP 429 and 503), other 5xx answers and dropped connections with
+exponential backoff and full jitter, bounded by a number of attempts and a total delay
+(`RetryPolicy`, settable per store or by `CORPUS_S3_*` environment variables), then raises
+`S3RetryError` naming the operation and the key. botocore's own retries, configured on the client
+(dagster-aws's `S3Resource.max_attempts`), come on top: each of our attempts is one botocore call.
+
+Stores also give the atomic primitives a partition lock needs (`curation.tasks`): create an
+object only if absent, and replace or delete it only if it is still the version read.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import hashlib
 import io
+import logging
 import os
+import random
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 S3ClientFactory = Callable[[], Any]
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+# --- retries ---------------------------------------------------------------------------------
+
+# Error codes S3 (and S3-compatible stores) use for "slow down" and transient server trouble.
+RETRYABLE_CODES = frozenset({
+    "SlowDown", "RequestLimitExceeded", "Throttling", "ThrottlingException", "ThrottledException",
+    "TooManyRequests", "TooManyRequestsException", "RequestThrottled", "RequestThrottledException",
+    "BandwidthLimitExceeded", "ProvisionedThroughputExceededException", "RequestTimeout",
+    "RequestTimeoutException", "InternalError", "ServiceUnavailable", "PriorRequestNotComplete",
+    "429", "500", "502", "503", "504",
+})
+
+
+def _env_number(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value not in (None, "") else default
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter: before retry n (1-based) sleep a uniform random
+    time in [0, min(max_delay, base_delay * 2**(n-1))]; give up after `max_attempts` calls, or
+    when the sleeps would add up to more than `max_total_delay` seconds."""
+
+    max_attempts: int = 8
+    base_delay: float = 0.2
+    max_delay: float = 10.0
+    max_total_delay: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if min(self.base_delay, self.max_delay, self.max_total_delay) < 0:
+            raise ValueError("delays must not be negative")
+
+    @classmethod
+    def from_env(cls) -> RetryPolicy:
+        """Defaults, overridden by CORPUS_S3_MAX_ATTEMPTS, CORPUS_S3_BASE_DELAY,
+        CORPUS_S3_MAX_DELAY and CORPUS_S3_MAX_TOTAL_DELAY (seconds)."""
+        default = cls()
+        return cls(
+            max_attempts=int(_env_number("CORPUS_S3_MAX_ATTEMPTS", default.max_attempts)),
+            base_delay=_env_number("CORPUS_S3_BASE_DELAY", default.base_delay),
+            max_delay=_env_number("CORPUS_S3_MAX_DELAY", default.max_delay),
+            max_total_delay=_env_number("CORPUS_S3_MAX_TOTAL_DELAY", default.max_total_delay),
+        )
+
+    def ceiling(self, retry: int) -> float:
+        """The largest sleep before retry number `retry` (1-based)."""
+        return min(self.max_delay, self.base_delay * 2 ** (retry - 1))
+
+
+class S3RetryError(OSError):
+    """An S3 call that still failed after the retry policy's bound."""
+
+    def __init__(self, operation: str, uri: str, attempts: int, waited: float,
+                 error: BaseException) -> None:
+        code, status = error_code(error)
+        detail = f"{code or type(error).__name__}" + (f" (HTTP {status})" if status else "")
+        super().__init__(f"S3 {operation} {uri} failed after {attempts} attempt"
+                         f"{'s' if attempts != 1 else ''} and {waited:.2f} s of backoff: "
+                         f"{detail}: {error}")
+        self.operation, self.uri, self.attempts, self.waited = operation, uri, attempts, waited
+        self.code, self.status = code, status
+
+
+def error_code(error: BaseException) -> tuple[str | None, int | None]:
+    """The S3 error code and HTTP status of a botocore ClientError (else None, None)."""
+    response = getattr(error, "response", None)
+    if not isinstance(response, dict):
+        return None, None
+    code = (response.get("Error") or {}).get("Code")
+    status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+    return (str(code) if code is not None else None), status
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Throttling, 5xx and connection-level failures; never 4xx such as NoSuchKey or 403."""
+    from botocore.exceptions import (
+        ClientError,
+        ConnectionError,
+        HTTPClientError,
+        IncompleteReadError,
+    )
+
+    if isinstance(error, ClientError):
+        code, status = error_code(error)
+        return code in RETRYABLE_CODES or status == 429 or (status is not None and status >= 500)
+    return isinstance(error, (ConnectionError, HTTPClientError, IncompleteReadError))
+
+
+def _sleep(seconds: float) -> None:  # a seam for tests
+    time.sleep(seconds)
+
+
+def with_retries(call: Callable[[], T], operation: str, uri: str, policy: RetryPolicy,
+                 rng: random.Random | None = None) -> T:
+    """`call()`, retried under `policy` while it fails with a retryable error."""
+    rng = rng or random.Random()
+    waited = 0.0
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return call()
+        except Exception as error:
+            if not is_retryable(error):
+                raise
+            delay = rng.uniform(0.0, policy.ceiling(attempt))
+            budget = policy.max_total_delay - waited
+            if attempt >= policy.max_attempts or budget <= 0:
+                raise S3RetryError(operation, uri, attempt, waited, error) from error
+            delay = min(delay, budget)
+            code, status = error_code(error)
+            log.warning("S3 %s %s: %s (attempt %d of %d), retrying in %.3f s", operation, uri,
+                        code or type(error).__name__, attempt, policy.max_attempts, delay)
+            _sleep(delay)
+            waited += delay
 
 
 class Store(Protocol):
@@ -35,6 +171,13 @@ class Store(Protocol):
     def list(self, prefix: str) -> list[str]: ...
     def delete(self, key: str) -> None: ...
     def delete_prefix(self, prefix: str) -> int: ...
+    # Atomic primitives for locks. A token names one version of an object: `create_if_absent`
+    # and `replace_if_match` return the token of what they wrote, or None when another writer
+    # got there first.
+    def create_if_absent(self, key: str, data: bytes) -> str | None: ...
+    def read_versioned(self, key: str) -> tuple[bytes, str] | None: ...
+    def replace_if_match(self, key: str, data: bytes, token: str) -> str | None: ...
+    def delete_if_match(self, key: str, token: str) -> bool: ...
 
 
 @dataclass
@@ -88,24 +231,108 @@ class LocalStore:
         shutil.rmtree(base)
         return count
 
+    def remove_temporaries(self, prefix: str, name_prefix: str = "",
+                           keep: tuple[str, ...] = ()) -> int:
+        """Deletes the temporary files a killed writer left under `prefix` for objects whose
+        names start with `name_prefix`, except those of objects named in `keep` (only safe
+        while no other writer works there: the partition lock's holder calls it, keeping the
+        lock's own temporaries, which waiting runs write)."""
+        base = self._path(prefix)
+        if not base.is_dir():
+            return 0
+        removed = 0
+        for path in base.rglob(f".{name_prefix}*.tmp"):
+            if any(path.name.startswith(f".{name}.") for name in keep):
+                continue
+            path.unlink(missing_ok=True)
+            removed += 1
+        return removed
+
+    # Locks: `os.link` publishes a whole file only if the name is free (an O_EXCL create that
+    # never shows a half-written object); compare-and-swap runs under `flock` on a guard file.
+
+    def create_if_absent(self, key: str, data: bytes) -> str | None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        token = hashlib.sha256(data).hexdigest()
+        try:
+            os.link(temporary, path)
+            return token
+        except FileExistsError:
+            return None
+        except OSError as error:  # a file system without hard links: O_EXCL
+            if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                raise
+            try:
+                descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                return None
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(data)
+            return token
+        finally:
+            temporary.unlink(missing_ok=True)
+
+    def read_versioned(self, key: str) -> tuple[bytes, str] | None:
+        try:
+            data = self._path(key).read_bytes()
+        except FileNotFoundError:
+            return None
+        return data, hashlib.sha256(data).hexdigest()
+
+    @contextmanager
+    def _guard(self, key: str) -> Iterator[None]:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_name(f".{path.name}.guard"), "a+b") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def replace_if_match(self, key: str, data: bytes, token: str) -> str | None:
+        with self._guard(key):
+            current = self.read_versioned(key)
+            if current is None or current[1] != token:
+                return None
+            self.write_bytes(key, data)
+            return hashlib.sha256(data).hexdigest()
+
+    def delete_if_match(self, key: str, token: str) -> bool:
+        with self._guard(key):
+            current = self.read_versioned(key)
+            if current is None or current[1] != token:
+                return False
+            self.delete(key)
+            return True
+
 
 @dataclass
 class S3Store:
     """Objects under `s3://bucket/prefix`; the client comes from a picklable factory (for example
-    dagster-aws's `S3Resource.get_client`) so each worker process makes its own."""
+    dagster-aws's `S3Resource.get_client`) so each worker process makes its own. Every call is
+    retried under `retry` (see the module docstring)."""
 
     root: str
     client_factory: S3ClientFactory
+    retry: RetryPolicy = field(default_factory=RetryPolicy.from_env)
     _client: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.bucket, self.prefix = split_s3_uri(self.root.rstrip("/"))
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"root": self.root, "client_factory": self.client_factory}
+        return {"root": self.root, "client_factory": self.client_factory, "retry": self.retry}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.root, self.client_factory, self._client = state["root"], state["client_factory"], None
+        self.retry = state.get("retry") or RetryPolicy.from_env()
         self.__post_init__()
 
     @property
@@ -120,37 +347,139 @@ class S3Store:
     def uri(self, key: str) -> str:
         return f"s3://{self.bucket}/{self._key(key)}"
 
+    def _call(self, operation: str, key: str, call: Callable[[], T]) -> T:
+        return with_retries(call, operation, self.uri(key), self.retry)
+
+    def _head(self, key: str) -> dict[str, Any] | None:
+        def head() -> dict[str, Any] | None:
+            try:
+                return self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+            except self.client.exceptions.ClientError as error:
+                if error_code(error)[0] in ("404", "NoSuchKey", "NotFound"):
+                    return None
+                raise
+
+        return self._call("HEAD", key, head)
+
     def exists(self, key: str) -> bool:
-        try:
-            self.client.head_object(Bucket=self.bucket, Key=self._key(key))
-        except self.client.exceptions.ClientError as error:
-            if error.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
-                return False
-            raise
-        return True
+        return self._head(key) is not None
 
     def read_bytes(self, key: str) -> bytes:
-        return self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
+        # The body is read inside the retried call: a connection dropped mid-body is retried.
+        return self._call("GET", key, lambda: self.client.get_object(
+            Bucket=self.bucket, Key=self._key(key))["Body"].read())
 
     def write_bytes(self, key: str, data: bytes) -> None:
-        self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+        self._call("PUT", key, lambda: self.client.put_object(
+            Bucket=self.bucket, Key=self._key(key), Body=data))
 
     def delete(self, key: str) -> None:
-        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+        self._call("DELETE", key, lambda: self.client.delete_object(
+            Bucket=self.bucket, Key=self._key(key)))
 
     def list(self, prefix: str) -> list[str]:
         start = len(self.prefix) + 1 if self.prefix else 0
         return sorted(
             entry["key"][start:]
-            for entry in list_s3_objects(self.client, self.bucket, self._key(prefix) + "/")
+            for entry in list_s3_objects(self.client, self.bucket, self._key(prefix) + "/",
+                                         self.retry)
         )
 
     def delete_prefix(self, prefix: str) -> int:
         keys = [self._key(key) for key in self.list(prefix)]
         for begin in range(0, len(keys), 1000):
-            chunk = [{"Key": key} for key in keys[begin : begin + 1000]]
-            self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": chunk})
+            self._delete_keys(keys[begin : begin + 1000])
         return len(keys)
+
+    def _delete_keys(self, keys: list[str]) -> None:
+        """A multi-object delete; keys it reports as failed (per-key throttling) are retried
+        under the same bound."""
+        remaining = keys
+
+        def attempt() -> None:
+            nonlocal remaining
+            answer = self.client.delete_objects(
+                Bucket=self.bucket, Delete={"Objects": [{"Key": key} for key in remaining]})
+            failed = answer.get("Errors") or []
+            remaining = [error["Key"] for error in failed]
+            if failed:
+                from botocore.exceptions import ClientError
+
+                first = failed[0]
+                raise ClientError({"Error": {"Code": first.get("Code"),
+                                             "Message": first.get("Message", "")},
+                                   "ResponseMetadata": {}}, "DeleteObjects")
+
+        with_retries(attempt, "DELETE", f"s3://{self.bucket}/{keys[0]}" + (
+            f" (and {len(keys) - 1} more keys)" if len(keys) > 1 else ""), self.retry)
+
+    # Locks: conditional writes (S3 `If-None-Match: *` creates only if absent; `If-Match: ETAG`
+    # replaces only the version read). A 412 answer means another writer won.
+
+    def create_if_absent(self, key: str, data: bytes) -> str | None:
+        def put() -> str | None:
+            try:
+                answer = self.client.put_object(Bucket=self.bucket, Key=self._key(key),
+                                                Body=data, IfNoneMatch="*")
+            except self.client.exceptions.ClientError as error:
+                if error_code(error)[0] in ("PreconditionFailed", "412",
+                                            "ConditionalRequestConflict", "409"):
+                    return None
+                raise
+            return str(answer["ETag"])
+
+        return self._call("PUT (if absent)", key, put)
+
+    def read_versioned(self, key: str) -> tuple[bytes, str] | None:
+        def get() -> tuple[bytes, str] | None:
+            try:
+                answer = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
+            except self.client.exceptions.ClientError as error:
+                if error_code(error)[0] in ("404", "NoSuchKey", "NotFound"):
+                    return None
+                raise
+            return answer["Body"].read(), answer["ETag"]
+
+        return self._call("GET", key, get)
+
+    def replace_if_match(self, key: str, data: bytes, token: str) -> str | None:
+        def put() -> str | None:
+            try:
+                answer = self.client.put_object(Bucket=self.bucket, Key=self._key(key),
+                                                Body=data, IfMatch=token)
+            except self.client.exceptions.ClientError as error:
+                if error_code(error)[0] in ("PreconditionFailed", "412", "NoSuchKey", "404",
+                                            "ConditionalRequestConflict", "409"):
+                    return None
+                raise
+            return str(answer["ETag"])
+
+        return self._call("PUT (if match)", key, put)
+
+    def delete_if_match(self, key: str, token: str) -> bool:
+        def delete() -> bool | None:
+            try:
+                self.client.delete_object(Bucket=self.bucket, Key=self._key(key), IfMatch=token)
+            except self.client.exceptions.ClientError as error:
+                code = error_code(error)[0]
+                if code in ("PreconditionFailed", "412", "NoSuchKey", "404"):
+                    return False
+                if code in ("NotImplemented", "501"):
+                    return None  # a store without conditional deletes
+                raise
+            return True
+
+        done = self._call("DELETE (if match)", key, delete)
+        if done is not None:
+            return done
+        # Check the ETag, then delete: the holder is the only writer that deletes its own
+        # lock, so the short window between the two cannot remove another run's lock unless
+        # that run took it over in between (it then sees its lock gone at its next heartbeat).
+        current = self.read_versioned(key)
+        if current is None or current[1] != token:
+            return False
+        self.delete(key)
+        return True
 
 
 def split_s3_uri(uri: str) -> tuple[str, str]:
@@ -162,20 +491,31 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
     return bucket, prefix.strip("/")
 
 
-def list_s3_objects(client: Any, bucket: str, prefix: str) -> Iterator[dict[str, Any]]:
-    """Every object under a prefix, with key, size and ETag."""
-    paginator = client.get_paginator("list_objects_v2")
-    for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+def list_s3_objects(client: Any, bucket: str, prefix: str,
+                    retry: RetryPolicy | None = None) -> Iterator[dict[str, Any]]:
+    """Every object under a prefix, with key, size and ETag; each page is retried on its own."""
+    policy = retry or RetryPolicy.from_env()
+    token: str | None = None
+    while True:
+        arguments = {"Bucket": bucket, "Prefix": prefix}
+        if token:
+            arguments["ContinuationToken"] = token
+        page = with_retries(lambda arguments=arguments: client.list_objects_v2(**arguments),
+                            "LIST", f"s3://{bucket}/{prefix}", policy)
         for entry in page.get("Contents", []):
             yield {"key": entry["Key"], "size": entry["Size"], "etag": entry["ETag"].strip('"')}
+        token = page.get("NextContinuationToken")
+        if not page.get("IsTruncated") or not token:
+            return
 
 
-def open_store(root: str, s3_client_factory: S3ClientFactory | None = None) -> Store:
+def open_store(root: str, s3_client_factory: S3ClientFactory | None = None,
+               retry: RetryPolicy | None = None) -> Store:
     """A store for a local folder or an `s3://bucket/prefix` root."""
     if root.startswith("s3://"):
         if s3_client_factory is None:
             raise ValueError(f"storage root {root} is on S3 but no S3 client was configured")
-        return S3Store(root, s3_client_factory)
+        return S3Store(root, s3_client_factory, retry or RetryPolicy.from_env())
     return LocalStore(root)
 
 
@@ -201,6 +541,7 @@ class InputReader:
     the store) or `https://`. Picklable, for worker processes."""
 
     s3_client_factory: S3ClientFactory | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy.from_env)
 
     def s3_client(self) -> Any:
         if self.s3_client_factory is None:
@@ -210,7 +551,9 @@ class InputReader:
     def read_bytes(self, location: str) -> bytes:
         if location.startswith("s3://"):
             bucket, key = split_s3_uri(location)
-            return self.s3_client().get_object(Bucket=bucket, Key=key)["Body"].read()
+            client = self.s3_client()
+            return with_retries(lambda: client.get_object(Bucket=bucket, Key=key)["Body"].read(),
+                                "GET", location, self.retry)
         if location.startswith(("http://", "https://")):
             import urllib.request
 
@@ -229,7 +572,9 @@ class InputReader:
             path = Path(folder) / Path(location).name
             if location.startswith("s3://"):
                 bucket, key = split_s3_uri(location)
-                self.s3_client().download_file(bucket, key, str(path))
+                client = self.s3_client()
+                with_retries(lambda: client.download_file(bucket, key, str(path)), "GET",
+                             location, self.retry)
             else:
                 path.write_bytes(self.read_bytes(location))
             yield path

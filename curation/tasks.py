@@ -4,14 +4,25 @@ A task writes its tables (the asset's main `part`, and named side tables such as
 `edits` or `rejects`), then its completion marker; a task whose marker carries the current version
 is not redone. The manifest is written last, listing every table's parts in task order, so the
 output never depends on the worker count or on which tasks an earlier, killed run finished.
+
+A run holds a lock on each partition it writes (`{asset}/{partition}/_lock`, see
+`PartitionLock`), so two materializations of one partition never write it at once: the second
+waits for the first, up to a bound, then stops with an error naming the holder; a lock whose
+holder stopped heartbeating (or, on the same host, whose process is gone) is taken over.
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import json
+import logging
+import os
+import socket
+import threading
 import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -25,6 +36,8 @@ from curation.stats import StageStats
 from curation.storage import Store, read_parquet
 
 MAIN_TABLE = "part"
+LOCK_NAME = "_lock"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -108,6 +121,276 @@ class _RunTask:
         return TaskResult(index, parts, output.stats, output.sample_ids)
 
 
+# --- partition locks -------------------------------------------------------------------------
+
+
+def _env_seconds(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value not in (None, "") else default
+
+
+@dataclass(frozen=True)
+class LockSettings:
+    """How a run waits for, keeps and takes over a partition lock (run configuration, never
+    versioned). `CORPUS_LOCK_WAIT_SECONDS`, `CORPUS_LOCK_STALE_SECONDS` and
+    `CORPUS_LOCK_HEARTBEAT_SECONDS` override the defaults."""
+
+    # How long a run waits for a lock another live run holds before it gives up.
+    wait_seconds: float = 300.0
+    # A lock whose heartbeat is older than this (by the holder's clock, or unchanged for this
+    # long as the waiter watches it) is stale and is taken over.
+    stale_seconds: float = 120.0
+    # How often the holder refreshes its heartbeat.
+    heartbeat_seconds: float = 15.0
+    # How often a waiting run looks again.
+    poll_seconds: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.heartbeat_seconds >= self.stale_seconds:
+            raise ValueError("heartbeat_seconds must be shorter than stale_seconds")
+
+    @classmethod
+    def from_env(cls) -> LockSettings:
+        default = cls()
+        return cls(
+            wait_seconds=_env_seconds("CORPUS_LOCK_WAIT_SECONDS", default.wait_seconds),
+            stale_seconds=_env_seconds("CORPUS_LOCK_STALE_SECONDS", default.stale_seconds),
+            heartbeat_seconds=_env_seconds("CORPUS_LOCK_HEARTBEAT_SECONDS",
+                                           default.heartbeat_seconds),
+            poll_seconds=_env_seconds("CORPUS_LOCK_POLL_SECONDS", default.poll_seconds),
+        )
+
+
+class PartitionLockedError(RuntimeError):
+    """Another live run holds the partition's lock and did not release it in time."""
+
+    def __init__(self, label: str, holder: dict[str, Any], waited: float) -> None:
+        age = time.time() - _heartbeat(holder)
+        super().__init__(
+            f"{label} is locked by run {holder.get('run_id')!r} (host {holder.get('host')}, "
+            f"pid {holder.get('pid')}, started {_when(holder.get('started_at'))}, last "
+            f"heartbeat {age:.1f} s ago); gave up after waiting {waited:.1f} s. Wait for that "
+            f"run to finish, or stop it; a lock whose heartbeat stops is taken over after "
+            f"the stale bound")
+        self.holder = holder
+
+
+class LockLostError(RuntimeError):
+    """This run's lock was taken over (its heartbeat went stale): it must not finish."""
+
+
+def _heartbeat(holder: dict[str, Any]) -> float:
+    """The holder's last heartbeat (0, long ago, when the lock holds none readable)."""
+    try:
+        return float(holder.get("heartbeat") or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _when(stamp: Any) -> str:
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(stamp)))
+    except (TypeError, ValueError):
+        return "?"
+
+
+def new_run_id() -> str:
+    return os.environ.get("CORPUS_RUN_ID") or \
+        f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def _process_gone(holder: dict[str, Any]) -> bool:
+    """Whether the holder ran on this host in a process that no longer exists."""
+    if holder.get("host") != socket.gethostname():
+        return False
+    try:
+        pid = int(holder.get("pid"))
+    except (TypeError, ValueError):
+        return False
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+class PartitionLock:
+    """A lock object in the store: created only if absent (local: `os.link`, an O_EXCL-style
+    create that never shows a half-written file; S3: a conditional PUT with `If-None-Match: *`),
+    holding the run's id and a heartbeat time that a thread refreshes with compare-and-swap
+    writes (local: under `flock`; S3: `If-Match: <ETag>`). Takeovers of stale locks use the
+    same compare-and-swap, so of two runs that find one stale lock only one gets it."""
+
+    def __init__(self, store: Store, key: str, label: str, run_id: str,
+                 settings: LockSettings) -> None:
+        self.store, self.key, self.label, self.run_id = store, key, label, run_id
+        self.settings = settings
+        self.started_at = time.time()
+        self.token: str | None = None
+        self.lost: str | None = None
+        self.took_over: dict[str, Any] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._token_lock = threading.Lock()
+
+    def _payload(self) -> bytes:
+        return json.dumps({
+            "run_id": self.run_id, "host": socket.gethostname(), "pid": os.getpid(),
+            "started_at": self.started_at, "heartbeat": time.time(), "lock": self.label,
+        }, sort_keys=True).encode()
+
+    def _stale(self, holder: dict[str, Any], unchanged_for: float) -> str | None:
+        age = time.time() - _heartbeat(holder)
+        if age > self.settings.stale_seconds:
+            return f"its heartbeat is {age:.1f} s old"
+        if unchanged_for > self.settings.stale_seconds:
+            return f"it has not changed for {unchanged_for:.1f} s"
+        if _process_gone(holder):
+            return f"its process {holder.get('pid')} on this host is gone"
+        return None
+
+    def acquire(self) -> None:
+        started = time.monotonic()
+        seen: tuple[str, float] | None = None  # (token, first seen) of the current holder's lock
+        while True:
+            token = self.store.create_if_absent(self.key, self._payload())
+            if token is not None:
+                self.token = token
+                break
+            current = self.store.read_versioned(self.key)
+            if current is None:
+                continue  # released in between: try to create it again
+            data, token = current
+            try:
+                holder = json.loads(data)
+                if not isinstance(holder, dict):
+                    raise ValueError("not an object")
+            except ValueError:
+                holder = {"run_id": None, "heartbeat": 0}  # unreadable: stale at once
+            now = time.monotonic()
+            if seen is None or seen[0] != token:
+                seen = (token, now)
+            reason = self._stale(holder, now - seen[1])
+            if reason is not None:
+                taken = self.store.replace_if_match(self.key, self._payload(), token)
+                if taken is not None:
+                    self.token = taken
+                    self.took_over = holder
+                    log.warning("%s: took over the stale lock of run %r (%s)", self.label,
+                                holder.get("run_id"), reason)
+                    break
+                continue  # another run took it, or the holder just heartbeated
+            waited = now - started
+            if waited >= self.settings.wait_seconds:
+                raise PartitionLockedError(self.label, holder, waited)
+            log.info("%s: waiting for the lock held by run %r", self.label, holder.get("run_id"))
+            time.sleep(min(self.settings.poll_seconds,
+                           max(self.settings.wait_seconds - waited, 0.01)))
+        self._thread = threading.Thread(target=self._heartbeat, name=f"lock {self.label}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self.settings.heartbeat_seconds):
+            with self._token_lock:
+                if self.token is None:
+                    return
+                try:
+                    token = self.store.replace_if_match(self.key, self._payload(), self.token)
+                except Exception as error:  # noqa: BLE001 - retried at the next beat
+                    log.warning("%s: heartbeat failed: %s", self.label, error)
+                    continue
+                if token is None:
+                    self.lost = "another run took the lock over (this run's heartbeat was " \
+                                "stale)"
+                    self.token = None
+                    log.error("%s: lost the lock: %s", self.label, self.lost)
+                    return
+                self.token = token
+
+    def check(self) -> None:
+        if self.lost is not None:
+            raise LockLostError(f"{self.label}: run {self.run_id!r} lost its lock: {self.lost}")
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._token_lock:
+            if self.token is not None:
+                try:
+                    self.store.delete_if_match(self.key, self.token)
+                except Exception as error:  # noqa: BLE001 - a leftover lock goes stale
+                    log.warning("%s: could not release the lock: %s", self.label, error)
+                self.token = None
+
+
+@contextlib.contextmanager
+def partition_locks(run: PartitionRun, settings: LockSettings | None = None,
+                    run_id: str | None = None) -> Iterator[list[PartitionLock]]:
+    """Holds the lock of every partition `run` writes (in a fixed order, so two runs never
+    deadlock) for the duration of the block."""
+    settings = settings or LockSettings.from_env()
+    run_id = run_id or new_run_id()
+    held: list[PartitionLock] = []
+    try:
+        for asset in sorted({run.asset, *run.also}):
+            layout = PartitionLayout(run.store, asset, run.partition)
+            lock = PartitionLock(run.store, lock_key(layout), f"{asset}[{run.partition}]",
+                                 run_id, settings)
+            lock.acquire()
+            held.append(lock)
+        yield held
+    finally:
+        for lock in reversed(held):
+            lock.release()
+
+
+def lock_key(layout: PartitionLayout) -> str:
+    return f"{layout.prefix}/{LOCK_NAME}"
+
+
+@dataclass(frozen=True)
+class _KeepingLocks:
+    """The store as `PartitionLayout.prepare` sees it: lock objects are neither listed nor
+    cleared, so clearing a partition for a new version keeps the lock this run holds."""
+
+    store: Store
+
+    @property
+    def root(self) -> str:
+        return self.store.root
+
+    def uri(self, key: str) -> str:
+        return self.store.uri(key)
+
+    def exists(self, key: str) -> bool:
+        return self.store.exists(key)
+
+    def read_bytes(self, key: str) -> bytes:
+        return self.store.read_bytes(key)
+
+    def write_bytes(self, key: str, data: bytes) -> None:
+        self.store.write_bytes(key, data)
+
+    def delete(self, key: str) -> None:
+        self.store.delete(key)
+
+    def list(self, prefix: str) -> list[str]:
+        return [key for key in self.store.list(prefix)
+                if key.rsplit("/", 1)[-1] != LOCK_NAME]
+
+    def delete_prefix(self, prefix: str) -> int:
+        keys = self.list(prefix)
+        for key in keys:
+            self.store.delete(key)
+        return len(keys)
+
+
 @dataclass
 class PartitionResult:
     manifest: Manifest
@@ -123,19 +406,48 @@ def run_partition(
     workers: int,
     on_task_done: Callable[[TaskResult, int, int], None] | None = None,
     extra: dict[str, Any] | None = None,
+    *,
+    lock: LockSettings | None = None,
+    run_id: str | None = None,
 ) -> PartitionResult:
-    """Runs (or resumes) every task of a partition and writes its manifest last."""
+    """Runs (or resumes) every task of a partition and writes its manifest last, holding the
+    partition's lock throughout."""
     started = time.perf_counter()
-    for asset in (run.asset, *run.also):
-        PartitionLayout(run.store, asset, run.partition).prepare(run.version)
-    results = map_tasks(_RunTask(run, work), list(range(task_count)), workers, on_task_done)
-    stats = sum((result.stats for result in results), StageStats())
-    for asset in run.also:
-        PartitionLayout(run.store, asset, run.partition).write_manifest(
-            _manifest(run, asset, results, {}))
-    manifest = _manifest(run, run.asset, results, {"stats": stats.to_dict(), **(extra or {})})
-    run.layout.write_manifest(manifest)
+    with partition_locks(run, lock, run_id) as held:
+        def check_locks() -> None:
+            for partition_lock in held:
+                partition_lock.check()
+
+        def done(result: TaskResult, finished: int, total: int) -> None:
+            check_locks()
+            if on_task_done is not None:
+                on_task_done(result, finished, total)
+
+        for asset in (run.asset, *run.also):
+            PartitionLayout(_KeepingLocks(run.store), asset, run.partition).prepare(run.version)
+            _remove_temporaries(run.store, PartitionLayout(run.store, asset, run.partition))
+        results = map_tasks(_RunTask(run, work), list(range(task_count)), workers, done)
+        stats = sum((result.stats for result in results), StageStats())
+        check_locks()
+        for asset in run.also:
+            PartitionLayout(run.store, asset, run.partition).write_manifest(
+                _manifest(run, asset, results, {}))
+        manifest = _manifest(run, run.asset, results, {"stats": stats.to_dict(), **(extra or {})})
+        check_locks()
+        run.layout.write_manifest(manifest)
     return PartitionResult(manifest, stats, results, time.perf_counter() - started)
+
+
+def _remove_temporaries(store: Store, layout: PartitionLayout) -> None:
+    """Temporary files a killed run left (local stores only; S3 PUTs leave none)."""
+    remove = getattr(store, "remove_temporaries", None)
+    if remove is None:
+        return
+    removed = remove(layout.prefix, keep=(LOCK_NAME,))
+    removed += remove(layout.table_key("rejects", 0).rsplit("/", 1)[0], f"{layout.asset}-")
+    if removed:
+        log.info("%s[%s]: removed %d temporary files a killed run left", layout.asset,
+                 layout.partition, removed)
 
 
 def _manifest(run: PartitionRun, asset: str, results: list[TaskResult],

@@ -5,16 +5,18 @@ asset to S3 through dagster-aws's `S3Resource`, set in run configuration, not at
 """
 
 
+import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, InitResourceContext
 from dagster_aws.s3 import S3Resource
 from pydantic import Field, PrivateAttr
 
 from curation.config import PipelineConfig, RecipeConfig, load_pipeline, load_recipe, recipe_names
+from curation.executor import use_ray
 from curation.storage import InputReader, Store, open_store
 
 
@@ -76,15 +78,37 @@ class StorageResource(ConfigurableResource):
         return InputReader(self._client_factory())
 
 
+class CatalogResource(ConfigurableResource):
+    """Where the lineage catalog (a DuckDB file) lives; only the `catalog` step writes it."""
+
+    path: str = Field(default="data/catalog.duckdb", description="Path of the DuckDB file")
+
+
 class ComputeResource(ConfigurableResource):
-    """Where the per-document work of a partition runs."""
+    """Where the per-document work of a partition runs: the local process pool, or a Ray
+    cluster when `ray_address` is set ("local" starts one in the run process)."""
 
     workers: int = Field(default=2, ge=0, description="Worker processes (0: in the run process)")
+    ray_address: str | None = Field(default=None,
+                                    description="Ray cluster address, or 'local'; None: no Ray")
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        use_ray(self.ray_address)
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        use_ray(None)
 
 
 def default_resources() -> dict[str, ConfigurableResource]:
+    """Defaults, overridable per run in run configuration; runs that take no run configuration
+    (backfills launched by the daemon) read CORPUS_PIPELINE, CORPUS_ROOT and CORPUS_WORKERS.
+    S3 settings come from the standard AWS environment (AWS_ENDPOINT_URL, AWS_REGION,
+    credentials); botocore retries once only, so the store's own bounded retry policy
+    (`curation.storage.RetryPolicy`) is the one that counts."""
     return {
-        "pipeline": PipelineResource(),
-        "storage": StorageResource(s3=S3Resource()),
-        "compute": ComputeResource(),
+        "pipeline": PipelineResource(path=os.environ.get("CORPUS_PIPELINE", "pipeline.yaml")),
+        "storage": StorageResource(root=os.environ.get("CORPUS_ROOT", "data"),
+                                   s3=S3Resource(max_attempts=1)),
+        "compute": ComputeResource(workers=int(os.environ.get("CORPUS_WORKERS", "2"))),
+        "catalog": CatalogResource(),
     }

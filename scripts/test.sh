@@ -13,5 +13,9 @@ if ! .venv/bin/python -c "import torch, megatron.core" >/dev/null 2>&1; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check \
     "torch==2.13.0" "megatron-core==0.16.1"
 fi
+# Debian's chromium (the UI is checked in a real browser) and PostgreSQL (the production
+# instance is tested for real), when missing.
+bash scripts/browser.sh
+bash scripts/postgres.sh >/dev/null
 .venv/bin/ruff check .
 .venv/bin/python -m pytest -q "$@"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from corpus_cli.main import app
+from corpus_cli.main import BENCHMARKS, app
 
 runner = CliRunner()
 
@@ -14,8 +14,20 @@ runner = CliRunner()
 def test_help_lists_the_commands() -> None:
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
-    for command in ("sample", "snapshots", "config", "backfill", "ui"):
+    for command in ("sample", "snapshots", "config", "backfill", "ui", "report", "lineage",
+                    "takedown", "shards", "benchmark"):
         assert command in result.output
+    for group, commands in (("lineage", ("url", "token", "asset", "refresh")),
+                            ("takedown", ("add", "list", "audit", "purge")),
+                            ("shards", ("verify", "inspect"))):
+        listing = runner.invoke(app, [group, "--help"])
+        assert listing.exit_code == 0 and all(c in listing.output for c in commands)
+
+
+def test_benchmark_lists_every_script_with_its_purpose() -> None:
+    result = runner.invoke(app, ["benchmark"])
+    assert result.exit_code == 0
+    assert {line.split()[0] for line in result.output.splitlines()} == set(BENCHMARKS)
 
 
 def test_bad_pipeline_exits_2_naming_the_field(tmp_path: Path) -> None:

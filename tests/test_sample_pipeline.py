@@ -33,7 +33,8 @@ def _materialization(sample_run, partition: str | None, asset: str):
 def test_every_job_ran_and_every_gate_passed(sample_run) -> None:
     assert sorted(sample_run.results, key=str) == sorted(
         [("per_snapshot", p) for p in PARTITIONS] + [("models", None)]
-        + [("scores", p) for p in PARTITIONS] + [("dataset", "sample")], key=str)
+        + [("scores", p) for p in PARTITIONS] + [("dataset", "sample"), ("lineage", None)],
+        key=str)
     for (job, partition), result in sample_run.results.items():
         assert result.success, (job, partition)
         evaluations = result.get_asset_check_evaluations()
@@ -53,7 +54,8 @@ EXPECTED_CHECKS = {
                "eval_suite_covers_every_benchmark"},
     "scores": {"quality_scores_cover_documents", "decontaminated_covers_documents"},
     "dataset": {"mix_shares_on_target", "mix_has_no_residual_contamination",
-                "mix_has_no_residual_pii", "shards_integrity"},
+                "mix_has_no_residual_pii", "shards_integrity", "shards_exclude_takedowns"},
+    "lineage": set(),
 }
 
 
@@ -195,8 +197,10 @@ def test_a_failed_blocking_gate_stops_the_run(sample_run) -> None:
     assert not alone.success
     failure = alone.get_step_failure_events()[0].step_failure_data.error.message
     assert "documents_survival" in failure
-    # Passing the gate again (the normal bounds) lets it through.
-    again = materialize([documents, checks.documents.documents_survival, language],
+    # Passing the gate again (the normal bounds) lets it through; both checks run, so the
+    # session's instance ends as it began (the browser test reads it).
+    again = materialize([documents, checks.documents.documents_contract,
+                         checks.documents.documents_survival, language],
                         partition_key="SAMPLE-01", instance=sample_run.instance,
                         resources=resources)
     assert again.success

@@ -1,0 +1,89 @@
+"""`report[recipe]`: the funnel report of a dataset version (`curation.report`), stored as one
+self-contained HTML page with its plots under `reports/{recipe}/`, and its main figures as
+metadata (Markdown tables, numbers to plot across runs, the funnel plot inline)."""
+
+from pathlib import Path
+
+from dagster import (
+    AllPartitionMapping,
+    AssetDep,
+    AssetExecutionContext,
+    DataVersion,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+
+from curation.config import stable_hash
+from curation.dataset_stage import SHARDS
+from curation.mix_stage import INPUT_ASSETS, MIX
+from curation.report import (
+    EDITS,
+    REPORT_VERSION,
+    build_report,
+    funnel_markdown,
+    markdown_image,
+    mixture_markdown,
+    removals_markdown,
+    render_plots,
+    write_report,
+)
+from curation.storage import LocalStore
+from partitions import recipe_partitions
+from resources import PipelineResource, StorageResource
+
+REPORT = "report"
+METADATA_PLOT_DPI = 60  # a smaller copy of the plots for the event log
+
+
+def _all(name: str) -> AssetDep:
+    return AssetDep(name, partition_mapping=AllPartitionMapping())
+
+
+@asset(
+    name=REPORT,
+    partitions_def=recipe_partitions,
+    deps=[SHARDS, MIX, *map(_all, INPUT_ASSETS), "cross_dedup"],
+    group_name="dataset",
+    code_version=REPORT_VERSION,
+    description="The recipe's funnel report: documents and estimated tokens through every stage "
+    "per partition, removals per reason, language mix, quality scores with the recipe's "
+    "cutoff, duplicate cluster sizes, the achieved mixture and sampled kept and removed "
+    "documents, as one self-contained HTML page under reports/{recipe}/.",
+)
+def report(context: AssetExecutionContext, pipeline: PipelineResource,
+           storage: StorageResource) -> MaterializeResult:
+    name = context.partition_key
+    store = storage.store
+    built = build_report(store, pipeline.recipe(name))
+    keys = write_report(store, built)
+    data, summary = built.data, built.data["summary"]
+    location = store.uri(keys["html"])
+    url = Path(location).as_uri() if isinstance(store, LocalStore) else location
+    small = render_plots(data, dpi=METADATA_PLOT_DPI, names=("funnel", "mixture"))
+    context.log.info(f"report[{name}]: {location}")
+    metadata = {
+        "report_path": MetadataValue.path(location),
+        "report_url": MetadataValue.url(url),
+        "dataset_version": MetadataValue.text(str(data["dataset_version"])),
+        "records_tried": MetadataValue.int(summary["records_tried"]),
+        "documents_in": MetadataValue.int(summary["documents"]),
+        "documents_out": MetadataValue.int(summary["documents_selected"]),
+        "document_tokens_est": MetadataValue.int(summary["document_tokens"]),
+        "selected_tokens_est": MetadataValue.int(summary["selected_tokens"]),
+        "occurrences": MetadataValue.int(summary["occurrences"]),
+        "mix_tokens_est": MetadataValue.int(summary["mix_tokens"] or 0),
+        "shard_tokens": MetadataValue.int(summary["shard_tokens"] or 0),
+        "funnel": MetadataValue.md(funnel_markdown(data)),
+        "removals_by_reason": MetadataValue.md(removals_markdown(data)),
+        "mixture": MetadataValue.md(mixture_markdown(data)),
+        "funnel_plot": MetadataValue.md(markdown_image(small["funnel"], "funnel")),
+        "mixture_plot": MetadataValue.md(markdown_image(small["mixture"], "mixture")),
+    }
+    for row in data["funnel"]["total"]:
+        if row["stage"] == EDITS:  # drops no document, only text
+            metadata["edits.tokens_removed_est"] = MetadataValue.int(row["tokens_dropped"])
+        else:
+            metadata[f"dropped.{row['stage']}"] = MetadataValue.int(row["dropped"])
+    return MaterializeResult(metadata=metadata,
+                             data_version=DataVersion(stable_hash(data)))

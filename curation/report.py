@@ -1,0 +1,953 @@
+"""The funnel report of one recipe (kernel, no Dagster): where every document of the recipe's
+partitions went, and what the dataset holds.
+
+`compute_report(store, recipe)` gathers the figures as plain data (dicts and lists, JSON-ready);
+`render_plots` draws them with matplotlib (Agg, no pyplot state) as PNG bytes; `render_html`
+makes one self-contained HTML page of both (plots inline as base64, no external CSS or JS, no
+links out). `build_report` does all three and `write_report` stores them under
+`reports/{recipe}/`.
+
+The funnel, per partition and in total, is a first-failure attribution, so the numbers add up at
+every stage (`in = dropped + out`, the next stage's `in` is this one's `out`):
+
+    documents            records tried (HTML responses, curated rows) -> documents; the
+                         pre-extraction rejects per reason (`documents` manifest stats)
+    language ... empty_after_edits
+                         the per-snapshot verdicts under the pipeline's defaults, in stage order:
+                         language, heuristics, url_dedup, exact_dedup, near_dedup
+                         (`dedup_clusters`), cross_dedup, decontamination, empty_after_edits
+    selection.RULE       the recipe's selection (the mix's decisions) for the documents no
+                         pipeline verdict drops: language (the recipe's languages), heuristics,
+                         contaminated, empty_after_edits, quality (the cutoff), duplicate
+
+A document the recipe selects is never counted as dropped, even where a pipeline verdict flags
+it (the recipe decides: `drop_contaminated: false`, or a duplicate group whose default
+representative failed another rule); such documents are counted per stage as `kept_by_recipe`.
+A document the recipe drops is attributed to the first stage above that flags it. The last
+document stage's `out` is exactly the mix's selected documents; a final `edits` row keeps them
+all and shows the tokens the text edits (C4 and boilerplate lines, PII placeholders) took out.
+
+Tokens are estimates in the mix's own way: UTF-8 bytes over the mix's bytes per token for the
+document's source, at least 1 per document; of the extracted text through the stages, of the
+scrubbed text after `edits`. So the funnel ends with the mix's pool of selected tokens; the
+occurrences (with repeats) and the shards' real token counts follow in the summary.
+
+Sample documents (a few per stage, truncated): kept ones show the scrubbed text; removed ones the
+extracted text with PII replaced by placeholders (`curation.pii.scrub_text`). They are copies of
+text: a takedown purge must rewrite `reports/` too.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from curation.config import RecipeConfig
+from curation.mix import DEFAULT_BYTES_PER_TOKEN, RULES, SELECTED, TAKEDOWN, recipe_partitions
+from curation.partition import PartitionLayout
+from curation.pii import scrub_text
+from curation.schema import WEB_SOURCE, sample_rank
+from curation.storage import Store
+
+REPORT_VERSION = "report-1"
+REPORTS_PREFIX = "reports"
+INGEST = "documents"
+# (funnel stage, asset whose `decisions` rows with verdict `drop` flag a document)
+PIPELINE_STAGES: tuple[tuple[str, str], ...] = (
+    ("language", "language"),
+    ("heuristics", "heuristics"),
+    ("url_dedup", "url_dedup"),
+    ("exact_dedup", "exact_dedup"),
+    ("near_dedup", "dedup_clusters"),
+    ("cross_dedup", "cross_dedup"),
+    ("decontamination", "decontaminated"),
+    ("empty_after_edits", "scrubbed"),
+)
+SELECTION_PREFIX = "selection."
+SELECTION_STAGES = tuple(SELECTION_PREFIX + rule for rule in (*RULES, TAKEDOWN))
+DOCUMENT_STAGES = (*(stage for stage, _ in PIPELINE_STAGES), *SELECTION_STAGES)
+EDITS = "edits"
+STAGES = (INGEST, *DOCUMENT_STAGES, EDITS)
+CLUSTER_ASSETS = ("url_dedup", "exact_dedup", "dedup_clusters")
+CROSS_ASSET, CROSS_PARTITION = "cross_dedup", "all"
+SAMPLES_PER_STAGE = 3
+PREVIEW_CHARS = 320
+QUALITY_BINS = 20
+# Rules the mix applies before the quality cutoff: documents they drop never reach it.
+BEFORE_QUALITY = {"language", "heuristics", "contaminated", "empty_after_edits"}
+FUNNEL_COLUMNS = ("stage", "documents_in", "dropped", "documents_out", "tokens_in",
+                  "tokens_dropped", "tokens_out", "flagged", "kept_by_recipe")
+
+
+class ReportError(ValueError):
+    """The stored data cannot give a consistent report (an input missing or stale)."""
+
+
+def report_prefix(recipe_name: str) -> str:
+    return f"{REPORTS_PREFIX}/{recipe_name}"
+
+
+def report_key(recipe_name: str) -> str:
+    return f"{report_prefix(recipe_name)}/report.html"
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def _manifest(store: Store, asset: str, partition: str):  # noqa: ANN202 - a Manifest
+    manifest = PartitionLayout(store, asset, partition).read_manifest()
+    if manifest is None:
+        raise ReportError(f"{asset}[{partition}] is not complete (no manifest); materialize it "
+                          "before the report")
+    return manifest
+
+
+def _parts(store: Store, asset: str, partition: str, columns: Sequence[str],
+           name: str = "part", required: bool = True) -> Iterable[pa.Table]:
+    """The given columns of a partition's table, one part at a time."""
+    layout = PartitionLayout(store, asset, partition)
+    manifest = layout.read_manifest() if not required else _manifest(store, asset, partition)
+    if manifest is None:
+        return
+    for part in manifest.table_parts(name):
+        yield pq.read_table(pa.BufferReader(store.read_bytes(part.key)), columns=list(columns))
+
+
+def _table(store: Store, asset: str, partition: str, schema: pa.Schema, name: str = "part",
+           required: bool = True) -> pa.Table:
+    tables = [t.cast(schema) for t in _parts(store, asset, partition, schema.names, name,
+                                              required)]
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+_LANGUAGE = pa.schema([("doc_id", pa.string()), ("language", pa.string())])
+_QUALITY = pa.schema([("doc_id", pa.string()), ("quality_score", pa.float64())])
+_DECISIONS = pa.schema([("doc_id", pa.string()), ("verdict", pa.string()),
+                        ("reason", pa.string())])
+_MIX = pa.schema([("doc_id", pa.string()), ("partition", pa.string()), ("rule", pa.string())])
+_CLUSTERS = pa.schema([("doc_id", pa.string()), ("cluster_id", pa.string())])
+
+
+def _drops(decisions: pa.Table, column: str) -> pa.Table:
+    """doc_id and the first (smallest) reason of its `drop` decisions, one row per document."""
+    drops = decisions.filter(pc.equal(decisions["verdict"], "drop"))
+    grouped = drops.group_by("doc_id").aggregate([("reason", "min")])
+    return grouped.select(["doc_id", "reason_min"]).rename_columns(["doc_id", column])
+
+
+def _text_bytes(store: Store, asset: str, partition: str, columns: Sequence[str],
+                column: str) -> pa.Table:
+    """`columns` and the UTF-8 byte length of `text` as `column`, one part's texts at a time."""
+    tables = []
+    for table in _parts(store, asset, partition, [*columns, "text"]):
+        sizes = pc.fill_null(pc.binary_length(table["text"]), 0).cast(pa.int64())
+        tables.append(table.select(list(columns)).append_column(column, sizes))
+    if tables:
+        return pa.concat_tables(tables)
+    return pa.schema([*((c, pa.string()) for c in columns), (column, pa.int64())]).empty_table()
+
+
+def _estimate(sizes: pa.ChunkedArray, rates: np.ndarray) -> np.ndarray:
+    """The mix's token estimate: bytes over bytes per token, at least 1 per document."""
+    size = pc.fill_null(sizes, 0).to_numpy(zero_copy_only=False).astype(np.float64)
+    return np.maximum(1, np.rint(size / rates)).astype(np.int64) if size.size \
+        else np.zeros(0, np.int64)
+
+
+def _join(left: pa.Table, right: pa.Table) -> pa.Table:
+    return left.join(right, "doc_id", join_type="left outer")
+
+
+def _frame(store: Store, partition: str, mix: pa.Table, cross: pa.Table,
+           bytes_per_token: dict[str, float]) -> pa.Table:
+    """One row per document of the partition: source, language, score, the estimated tokens
+    of the extracted (`tokens`) and of the scrubbed text (`final_tokens`), the reason each
+    pipeline stage flags it (null: not flagged) and the mix's rule; sorted by doc_id."""
+    table = _text_bytes(store, "documents", partition, ["doc_id", "source"], "text_bytes")
+    table = table.cast(pa.schema([("doc_id", pa.string()), ("source", pa.string()),
+                                  ("text_bytes", pa.int64())]))
+    n = table.num_rows
+    table = _join(table, _table(store, "language", partition, _LANGUAGE))
+    table = _join(table, _table(store, "quality_scores", partition, _QUALITY, required=False))
+    table = _join(table, _text_bytes(store, "scrubbed", partition, ["doc_id"], "final_bytes")
+                  .cast(pa.schema([("doc_id", pa.string()), ("final_bytes", pa.int64())])))
+    for stage, asset in PIPELINE_STAGES:
+        if asset == CROSS_ASSET:
+            drops = cross
+        else:
+            decisions = _table(store, asset, partition, _DECISIONS, name="decisions")
+            if asset == "scrubbed":
+                decisions = decisions.filter(pc.equal(decisions["reason"], "empty_after_edits"))
+            drops = _drops(decisions, f"flag.{stage}")
+        table = _join(table, drops.rename_columns(["doc_id", f"flag.{stage}"]))
+    rules = mix.filter(pc.equal(mix["partition"], partition)).select(["doc_id", "rule"])
+    unknown = set(pc.unique(rules["rule"]).to_pylist()) - {SELECTED, *(
+        stage.removeprefix(SELECTION_PREFIX) for stage in SELECTION_STAGES)}
+    if unknown:
+        raise ReportError(f"the mix's decisions for {partition} name rules the report does not "
+                          "know: "
+                          f"{sorted(unknown)}; teach curation.report.SELECTION_STAGES them")
+    table = _join(table, rules).sort_by("doc_id")
+    if table.num_rows != n:
+        raise ReportError(f"documents[{partition}]: a doc_id occurs twice in an annotation")
+    missing = table["rule"].null_count
+    if missing:
+        raise ReportError(f"mix has no decision for {missing} of the {n} documents of "
+                          f"{partition}: the mix is stale; re-materialize it")
+    if rules.num_rows != n:
+        raise ReportError(f"mix has {rules.num_rows} decisions for {partition}, which has {n} "
+                          "documents: the mix is stale; re-materialize it")
+    rates = np.array([bytes_per_token.get(s, DEFAULT_BYTES_PER_TOKEN)
+                      for s in table["source"].to_pylist()], np.float64)
+    return (table.append_column("tokens", pa.array(_estimate(table["text_bytes"], rates)))
+            .append_column("final_tokens", pa.array(_estimate(table["final_bytes"], rates))))
+
+
+# --- the figures -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Partition:
+    name: str
+    frame: pa.Table
+    stage: np.ndarray  # the funnel stage that dropped each document; "" for selected
+    reason: np.ndarray  # and why
+
+
+def _attribute(frame: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    n = frame.num_rows
+    rule = np.asarray(frame["rule"].to_pylist(), dtype=object)
+    stage = np.full(n, "", dtype=object)
+    reason = np.full(n, "", dtype=object)
+    remaining = rule != SELECTED
+    for name, _ in PIPELINE_STAGES:
+        flags = np.asarray(frame[f"flag.{name}"].to_pylist(), dtype=object)
+        hit = remaining & (flags != None)  # noqa: E711 - elementwise
+        stage[hit], reason[hit] = name, flags[hit]
+        remaining &= ~hit
+    stage[remaining] = [SELECTION_PREFIX + str(r) for r in rule[remaining]]
+    reason[remaining] = rule[remaining]
+    languages = np.asarray(frame["language"].to_pylist(), dtype=object)
+    wrong_language = stage == SELECTION_PREFIX + "language"
+    reason[wrong_language] = ["language " + str(lang) + " not in the recipe"
+                              for lang in languages[wrong_language]]
+    return stage, reason
+
+
+def _ingest_row(stats: dict[str, Any], rows: int) -> dict[str, Any]:
+    candidates = int(stats.get("candidates", rows))
+    return {"stage": INGEST, "documents_in": candidates, "dropped": candidates - rows,
+            "documents_out": rows, "tokens_in": None, "tokens_dropped": None,
+            "tokens_out": None, "flagged": candidates - rows, "kept_by_recipe": 0}
+
+
+def _funnel_rows(part: _Partition, ingest: dict[str, Any]) -> list[dict[str, Any]]:
+    frame = part.frame
+    tokens = frame["tokens"].to_numpy()
+    selected = part.stage == ""
+    alive = np.ones(frame.num_rows, bool)
+    ingest = dict(ingest, tokens_out=int(tokens.sum()))
+    rows = [ingest]
+    for name in DOCUMENT_STAGES:
+        dropped = part.stage == name
+        if name in SELECTION_STAGES:
+            flagged = dropped
+        else:
+            flagged = np.asarray(frame[f"flag.{name}"].is_valid().to_pylist(), bool) \
+                if frame.num_rows else np.zeros(0, bool)
+        rows.append({
+            "stage": name,
+            "documents_in": int(alive.sum()), "dropped": int(dropped.sum()),
+            "documents_out": int((alive & ~dropped).sum()),
+            "tokens_in": int(tokens[alive].sum()), "tokens_dropped": int(tokens[dropped].sum()),
+            "tokens_out": int(tokens[alive & ~dropped].sum()),
+            "flagged": int(flagged.sum()), "kept_by_recipe": int((flagged & selected).sum()),
+        })
+        alive &= ~dropped
+    final = frame["final_tokens"].to_numpy()
+    kept = int(alive.sum())
+    rows.append({"stage": EDITS, "documents_in": kept, "dropped": 0, "documents_out": kept,
+                 "tokens_in": int(tokens[alive].sum()),
+                 "tokens_dropped": int(tokens[alive].sum() - final[alive].sum()),
+                 "tokens_out": int(final[alive].sum()), "flagged": 0, "kept_by_recipe": 0})
+    return rows
+
+
+def _sum_rows(tables: Sequence[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    total = []
+    for rows in zip(*tables, strict=True):
+        merged = {"stage": rows[0]["stage"]}
+        for column in FUNNEL_COLUMNS[1:]:
+            values = [row[column] for row in rows]
+            merged[column] = None if any(v is None for v in values) else sum(values)
+        total.append(merged)
+    return total
+
+
+def _removals(parts: Sequence[_Partition], ingest_rejects: Counter[str]) -> list[dict[str, Any]]:
+    rows: dict[tuple[str, str], dict[str, int]] = defaultdict(
+        lambda: {"flagged": 0, "dropped": 0, "tokens_dropped": 0})
+    for reason, count in sorted(ingest_rejects.items()):
+        row = rows[(INGEST, reason)]
+        row["flagged"] += count
+        row["dropped"] += count
+    for part in parts:
+        for name, _ in PIPELINE_STAGES:
+            counts = part.frame.group_by(f"flag.{name}").aggregate([("doc_id", "count")])
+            for reason, count in zip(counts[f"flag.{name}"].to_pylist(),
+                                     counts["doc_id_count"].to_pylist(), strict=True):
+                if reason is not None:
+                    rows[(name, reason)]["flagged"] += count
+        dropped = part.stage != ""
+        table = pa.table({"stage": pa.array(part.stage[dropped].tolist(), pa.string()),
+                          "reason": pa.array(part.reason[dropped].tolist(), pa.string()),
+                          "tokens": part.frame["tokens"].filter(pa.array(dropped))})
+        for group in table.group_by(["stage", "reason"]).aggregate(
+                [("tokens", "sum"), ("tokens", "count")]).to_pylist():
+            row = rows[(group["stage"], group["reason"])]
+            row["dropped"] += group["tokens_count"]
+            row["tokens_dropped"] += group["tokens_sum"]
+            if group["stage"] in SELECTION_STAGES:
+                row["flagged"] += group["tokens_count"]
+    order = {stage: i for i, stage in enumerate(STAGES)}
+    return [{"stage": stage, "reason": reason, **counts}
+            for (stage, reason), counts in sorted(
+                rows.items(), key=lambda item: (order[item[0][0]], -item[1]["dropped"],
+                                                -item[1]["flagged"], item[0][1]))]
+
+
+def _languages(parts: Sequence[_Partition]) -> list[dict[str, Any]]:
+    rows = []
+    for part in parts:
+        selected = pa.array(part.stage == "")
+        table = pa.table({
+            "language": pc.fill_null(part.frame["language"], "(none)"),
+            "selected": pc.cast(selected, pa.int64()),
+            "selected_tokens": pc.if_else(selected, part.frame["final_tokens"], 0)})
+        grouped = table.group_by("language").aggregate(
+            [("selected", "count"), ("selected", "sum"), ("selected_tokens", "sum")])
+        rows += [{"partition": part.name, "language": g["language"],
+                  "documents": g["selected_count"], "selected": g["selected_sum"],
+                  "selected_tokens": g["selected_tokens_sum"]}
+                 for g in sorted(grouped.to_pylist(),
+                                 key=lambda g: (-g["selected_count"], g["language"]))]
+    return rows
+
+
+def _quality(parts: Sequence[_Partition], recipe: RecipeConfig) -> dict[str, Any]:
+    scores, languages, rules = [], [], []
+    for part in parts:
+        frame = part.frame
+        web = pc.and_(pc.equal(frame["source"], WEB_SOURCE), pc.is_valid(frame["quality_score"]))
+        web = frame.filter(web)
+        scores += web["quality_score"].to_pylist()
+        languages += web["language"].to_pylist()
+        rules += web["rule"].to_pylist()
+    values = np.asarray(scores, np.float64)
+    category = np.array(["removed before the cutoff" if r in BEFORE_QUALITY
+                         else "below the cutoff" if r == "quality" else "above the cutoff"
+                         for r in rules], dtype=object)
+    # Classifier probabilities crowd near 0 or 1: log-spaced bins from the smallest decade.
+    low = 10.0 ** np.floor(np.log10(max(float(values.min()), 1e-6))) if values.size else 0.01
+    edges = np.geomspace(low, 1.0, QUALITY_BINS + 1)
+    values = np.clip(values, low, 1.0)
+    histogram = {name: np.histogram(values[category == name], edges)[0].tolist()
+                 for name in ("above the cutoff", "below the cutoff",
+                              "removed before the cutoff")}
+    fraction = recipe.selection.quality_top_fraction
+    cutoffs = {}
+    if fraction is not None:
+        by_language: dict[str, list[float]] = defaultdict(list)
+        for score, language, name in zip(values.tolist(), languages, category.tolist(),
+                                         strict=True):
+            if name == "above the cutoff":
+                by_language[language or "(none)"].append(score)
+        cutoffs = {lang: min(v) for lang, v in sorted(by_language.items())}
+    return {"documents": int(values.size), "bin_edges": edges.tolist(), "scale": "log",
+            "histogram": histogram,
+            "top_fraction": fraction, "cutoffs": cutoffs,
+            "phase_top_fractions": {p.name: p.quality_top_fraction for p in recipe.phases
+                                    if p.quality_top_fraction is not None}}
+
+
+def _clusters(store: Store, partitions: Sequence[str], doc_ids: pa.Array) -> dict[str, Any]:
+    """Cluster sizes per dedup asset (clusters of each size; duplicates = members beyond the
+    first), over the recipe's documents."""
+    result = {}
+    for asset in (*CLUSTER_ASSETS, CROSS_ASSET):
+        sizes: Counter[int] = Counter()
+        keys = [(p, "part") for p in partitions] if asset != CROSS_ASSET \
+            else [(CROSS_PARTITION, "part")]
+        for partition, name in keys:
+            table = _table(store, asset, partition, _CLUSTERS, name=name,
+                           required=asset != CROSS_ASSET or len(partitions) > 1)
+            if asset == CROSS_ASSET:
+                table = table.filter(pc.is_in(table["doc_id"], value_set=doc_ids))
+            counts = table.group_by("cluster_id").aggregate([("doc_id", "count")])
+            sizes.update(Counter(counts["doc_id_count"].to_pylist()))
+        result[asset] = {
+            "clusters": sum(c for s, c in sizes.items() if s > 1),
+            "duplicates": sum((s - 1) * c for s, c in sizes.items()),
+            "largest": max(sizes, default=0),
+            "sizes": {str(s): c for s, c in sorted(sizes.items()) if s > 1},
+        }
+    return result
+
+
+def _pick(order: np.ndarray, mask: np.ndarray, skip: int, count: int) -> np.ndarray:
+    """`count` rows of `mask` in `order` (sample-rank order), after skipping `skip` when there
+    are enough, so consecutive stages show different documents."""
+    chosen = order[mask[order]]
+    if chosen.size > skip + count:
+        chosen = chosen[skip:]
+    return chosen[:count]
+
+
+def _preview(text: str | None) -> str:
+    flat = " ".join((text or "").split())
+    return flat[:PREVIEW_CHARS] + ("…" if len(flat) > PREVIEW_CHARS else "")
+
+
+def _samples(store: Store, parts: Sequence[_Partition], count: int) -> dict[str, Any]:
+    wanted: dict[str, dict[str, tuple[str, str, str]]] = defaultdict(dict)  # partition -> id
+    picks: dict[str, dict[str, list[tuple[str, str, str]]]] = {
+        stage: {"kept": [], "removed": []} for stage in DOCUMENT_STAGES}
+    frames = [(p, np.asarray(p.frame["doc_id"].to_pylist(), dtype=object)) for p in parts]
+    ids = np.concatenate([f for _, f in frames]) if frames else np.zeros(0, object)
+    stage = np.concatenate([p.stage for p in parts]) if parts else np.zeros(0, object)
+    reason = np.concatenate([p.reason for p in parts]) if parts else np.zeros(0, object)
+    owner = np.concatenate([np.full(len(f), p.name, dtype=object) for p, f in frames]) \
+        if frames else np.zeros(0, object)
+    order = np.argsort(np.array([sample_rank(d) for d in ids.tolist()], dtype=object),
+                       kind="stable") if ids.size else np.zeros(0, np.int64)
+    alive = np.ones(ids.size, bool)
+    for index, name in enumerate(DOCUMENT_STAGES):
+        dropped = stage == name
+        for kind, mask in (("removed", dropped), ("kept", alive & ~dropped)):
+            for row in _pick(order, mask, index * count, count).tolist():
+                item = (owner[row], ids[row], reason[row] if kind == "removed" else "")
+                picks[name][kind].append(item)
+                wanted[owner[row]][ids[row]] = item
+        alive &= ~dropped
+    texts: dict[str, dict[str, Any]] = {}
+    for partition, rows in wanted.items():
+        value_set = pa.array(sorted(rows), pa.string())
+        for table in _parts(store, "documents", partition, ["doc_id", "url", "text"]):
+            table = table.filter(pc.is_in(table["doc_id"], value_set=value_set))
+            for doc_id, url, text in zip(*(table[c].to_pylist() for c in table.column_names),
+                                         strict=True):
+                texts.setdefault(doc_id, {})["url"] = url
+                texts[doc_id]["original"] = text
+        for table in _parts(store, "scrubbed", partition, ["doc_id", "text"]):
+            table = table.filter(pc.is_in(table["doc_id"], value_set=value_set))
+            for doc_id, text in zip(table["doc_id"].to_pylist(), table["text"].to_pylist(),
+                                    strict=True):
+                texts.setdefault(doc_id, {})["scrubbed"] = text
+    result: dict[str, Any] = {}
+    for name in DOCUMENT_STAGES:
+        result[name] = {}
+        for kind, items in picks[name].items():
+            result[name][kind] = []
+            for partition, doc_id, why in items:
+                found = texts.get(doc_id, {})
+                text = found.get("scrubbed") if kind == "kept" else \
+                    scrub_text(found.get("original") or "")[0]
+                result[name][kind].append({"doc_id": doc_id, "partition": partition,
+                                           "url": found.get("url"), "reason": why,
+                                           "text": _preview(text)})
+    return result
+
+
+def _rejects_sample(store: Store, partitions: Sequence[str], count: int) -> list[dict]:
+    rows = []
+    for partition in partitions:
+        for key in store.list(f"rejects/{partition.replace('/', '_')}"):
+            if key.endswith(".parquet"):
+                table = pq.read_table(pa.BufferReader(store.read_bytes(key)),
+                                      columns=["url", "reason", "message"])
+                rows += [dict(r, partition=partition) for r in table.to_pylist()]
+    rows.sort(key=lambda r: sample_rank(f"{r['partition']}|{r['url']}"))
+    return [dict(r, message=_preview(r["message"])[:160]) for r in rows[:count]]
+
+
+def _shards_manifest(store: Store, recipe_name: str) -> dict[str, Any]:
+    extra = _manifest(store, "shards", recipe_name).extra
+    return json.loads(store.read_bytes(f"{extra['prefix']}/manifest.json"))
+
+
+def compute_report(store: Store, recipe: RecipeConfig,
+                   samples_per_stage: int = SAMPLES_PER_STAGE) -> dict[str, Any]:
+    """Every figure of the report as plain data (see the module docstring)."""
+    partitions = recipe_partitions(recipe)
+    mix_manifest = _manifest(store, "mix", recipe.name)
+    extra = mix_manifest.extra
+    bytes_per_token = {k: float(v) for k, v in extra.get("bytes_per_token", {}).items()}
+    mix = _table(store, "mix", recipe.name, _MIX, name="decisions")
+    cross_manifest = PartitionLayout(store, CROSS_ASSET, CROSS_PARTITION).read_manifest()
+    if cross_manifest is None and len(partitions) > 1:
+        raise ReportError("cross_dedup is not complete (no manifest); materialize it first")
+    cross = _drops(_table(store, CROSS_ASSET, CROSS_PARTITION, _DECISIONS, name="decisions",
+                          required=False), "flag.cross_dedup")
+
+    parts, funnels, ingest_rejects = [], {}, Counter()
+    for partition in partitions:
+        frame = _frame(store, partition, mix, cross, bytes_per_token)
+        stage, reason = _attribute(frame)
+        part = _Partition(partition, frame, stage, reason)
+        parts.append(part)
+        stats = _manifest(store, "documents", partition).extra.get("stats", {})
+        ingest_rejects.update(stats.get("rejects", {}))
+        funnels[partition] = _funnel_rows(part, _ingest_row(stats, frame.num_rows))
+    if sum(p.frame.num_rows for p in parts) != mix.num_rows:
+        raise ReportError(f"mix[{recipe.name}] has {mix.num_rows} decisions but the recipe's "
+                          "partitions hold a different number of documents: re-materialize mix")
+    total = _sum_rows(list(funnels.values()))
+    shards = _shards_manifest(store, recipe.name)
+    shares = PartitionLayout(store, "mix", recipe.name).read_table(name="shares").to_pylist()
+    doc_ids = pa.concat_arrays([p.frame["doc_id"].combine_chunks() for p in parts]) \
+        if parts else pa.array([], pa.string())
+    selected = total[-1]["documents_out"]
+    kept = int(pc.sum(pc.equal(mix["rule"], SELECTED)).as_py() or 0)
+    if selected != kept:  # after takedowns: the mix's own `selected` counts before them
+        raise ReportError(f"the funnel ends with {selected} documents but mix[{recipe.name}] "
+                          f"selected {kept}")
+    totals = shards.get("totals", {})
+    return {
+        "report_version": REPORT_VERSION,
+        "recipe": recipe.name,
+        "dataset_version": shards.get("version"),
+        "mix_version": mix_manifest.data_version,
+        "partitions": partitions,
+        "stages": list(STAGES),
+        "summary": {
+            "records_tried": total[0]["documents_in"],
+            "documents": total[0]["documents_out"],
+            "documents_selected": selected,
+            "document_tokens": total[0]["tokens_out"],
+            "selected_tokens": total[-1]["tokens_out"],
+            "mix_target_tokens": extra.get("total_tokens"),
+            "mix_tokens": extra.get("achieved_tokens"),
+            "occurrences": mix_manifest.rows,
+            "shard_tokens": totals.get("tokens"),
+            "shard_sequences": totals.get("sequences"),
+            "padding_tokens": totals.get("padding_tokens"),
+            "shards": len(shards.get("shards", [])),
+            "token_estimate": extra.get("token_estimate"),
+            "takedown_version": extra.get("takedown_version"),
+            "taken_down_documents": extra.get("taken_down_documents", 0),
+            "bytes_per_token": bytes_per_token,
+        },
+        "funnel": {"total": total, "partitions": funnels},
+        "removals": _removals(parts, ingest_rejects),
+        "languages": _languages(parts),
+        "quality": _quality(parts, recipe),
+        "clusters": _clusters(store, partitions, doc_ids),
+        "mixture": {
+            "shares": shares,
+            "tokens_by_source": shards.get("tokens_by_source", {}),
+            "tokens_by_phase": shards.get("tokens_by_phase", {}),
+            "tokens_by_licence": shards.get("tokens_by_licence", {}),
+            "ran_out": extra.get("ran_out", []),
+        },
+        "samples": {"rejects": _rejects_sample(store, partitions, samples_per_stage),
+                    **_samples(store, parts, samples_per_stage)},
+    }
+
+
+# --- Markdown (for Dagster metadata) ---------------------------------------------------------
+
+
+def _n(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]],
+              right: Sequence[bool] | None = None) -> str:
+    right = right or [False] + [True] * (len(headers) - 1)
+    lines = ["| " + " | ".join(headers) + " |",
+             "| " + " | ".join("---:" if r else "---" for r in right) + " |"]
+    lines += ["| " + " | ".join(_n(v).replace("|", "\\|") for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def funnel_markdown(data: dict[str, Any], partition: str | None = None) -> str:
+    rows = data["funnel"]["total"] if partition is None else data["funnel"]["partitions"][
+        partition]
+    return _md_table(["stage", "in", "dropped", "out", "tokens out", "flagged",
+                      "kept by recipe"],
+                     [(r["stage"], r["documents_in"], r["dropped"], r["documents_out"],
+                       r["tokens_out"], r["flagged"], r["kept_by_recipe"]) for r in rows])
+
+
+def removals_markdown(data: dict[str, Any]) -> str:
+    return _md_table(["stage", "reason", "dropped", "flagged", "tokens dropped"],
+                     [(r["stage"], r["reason"], r["dropped"], r["flagged"], r["tokens_dropped"])
+                      for r in data["removals"]], [False, False, True, True, True])
+
+
+def mixture_markdown(data: dict[str, Any]) -> str:
+    return _md_table(
+        ["phase", "source", "target share", "achieved share", "tokens (est.)", "epochs"],
+        [(r["phase"], r["source"], f"{r['target_share']:.2%}", f"{r['achieved_share']:.2%}",
+          r["achieved_tokens"], f"{r['epochs']:.2f}") for r in data["mixture"]["shares"]],
+        [False, False, True, True, True, True])
+
+
+# --- plots -----------------------------------------------------------------------------------
+
+
+def _figure(width: float, height: float):  # noqa: ANN202 - a matplotlib Figure
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=100, layout="constrained")
+
+
+def _png(figure, dpi: int = 100) -> bytes:  # noqa: ANN001
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def _plot_funnel(data: dict[str, Any]):  # noqa: ANN202 - a Figure
+    rows = data["funnel"]["total"]
+    figure = _figure(9, 5)
+    documents, tokens = figure.subplots(1, 2, sharey=True)
+    labels = ["records tried"] + [r["stage"] for r in rows]
+    remaining = [rows[0]["documents_in"]] + [r["documents_out"] for r in rows]
+    positions = np.arange(len(labels))[::-1]
+    documents.barh(positions, remaining, color="#4c72b0")
+    for y, value in zip(positions, remaining, strict=True):
+        documents.text(value, y, f" {value:,}", va="center", fontsize=7)
+    documents.set_yticks(positions, labels, fontsize=8)
+    documents.set_title("documents remaining after each stage", fontsize=9)
+    token_values = [0] + [r["tokens_out"] or 0 for r in rows]
+    tokens.barh(positions, token_values, color="#dd8452")
+    for y, value in zip(positions[1:], token_values[1:], strict=True):
+        tokens.text(value, y, f" {value:,}", va="center", fontsize=7)
+    tokens.set_title("estimated tokens remaining", fontsize=9)
+    for axes in (documents, tokens):
+        axes.margins(x=0.25)
+        axes.tick_params(axis="x", labelsize=7)
+    return figure
+
+
+def _plot_removals(data: dict[str, Any]):  # noqa: ANN202 - a Figure
+    rows = [r for r in data["removals"] if r["dropped"]][:25]
+    figure = _figure(9, max(2.0, 0.28 * len(rows) + 1))
+    axes = figure.subplots()
+    labels = [f"{r['stage']}: {r['reason']}" for r in rows]
+    positions = np.arange(len(rows))[::-1]
+    axes.barh(positions, [r["dropped"] for r in rows], color="#c44e52")
+    axes.set_yticks(positions, labels, fontsize=7)
+    axes.set_title("documents removed per stage and reason (first failing stage)", fontsize=9)
+    axes.tick_params(axis="x", labelsize=7)
+    return figure
+
+
+def _plot_languages(data: dict[str, Any]):  # noqa: ANN202 - a Figure
+    rows = data["languages"]
+    partitions = list(dict.fromkeys(r["partition"] for r in rows))
+    totals = Counter()
+    for r in rows:
+        totals[r["language"]] += r["documents"]
+    top = [lang for lang, _ in totals.most_common(8)]
+    figure = _figure(9, 3.5)
+    axes = figure.subplots()
+    bottom = np.zeros(len(partitions))
+    for language in [*top, "other"]:
+        values = np.array([sum(r["documents"] for r in rows if r["partition"] == p and (
+            r["language"] == language or (language == "other" and r["language"] not in top)))
+            for p in partitions], np.float64)
+        if values.any():
+            axes.bar(partitions, values, bottom=bottom, label=language)
+            bottom += values
+    axes.set_title("documents per language and partition (fastText lid.176)", fontsize=9)
+    axes.legend(fontsize=7, ncols=3)
+    axes.tick_params(labelsize=7)
+    return figure
+
+
+def _plot_quality(data: dict[str, Any]):  # noqa: ANN202 - a Figure
+    quality = data["quality"]
+    edges = np.asarray(quality["bin_edges"])
+    figure = _figure(9, 3.5)
+    axes = figure.subplots()
+    bottom = np.zeros(edges.size - 1)
+    colours = {"above the cutoff": "#55a868", "below the cutoff": "#c44e52",
+               "removed before the cutoff": "#8c8c8c"}
+    for name, counts in quality["histogram"].items():
+        values = np.asarray(counts, np.float64)
+        axes.bar(edges[:-1], values, width=np.diff(edges), bottom=bottom, align="edge",
+                 color=colours.get(name), edgecolor="white", label=name)
+        bottom += values
+    for language, cutoff in quality["cutoffs"].items():
+        axes.axvline(cutoff, color="black", linestyle="--", linewidth=1)
+        axes.text(cutoff, bottom.max() or 1, f" cutoff {language} {cutoff:.3f}", fontsize=7,
+                  va="top")
+    fraction = quality["top_fraction"]
+    axes.set_title("web quality scores" + (f" (recipe keeps the top {fraction:.0%} per "
+                                           "language)" if fraction else " (no cutoff)"),
+                   fontsize=9)
+    axes.set_xscale("log")
+    axes.set_xlabel("P(high quality), log scale", fontsize=8)
+    axes.legend(fontsize=7)
+    axes.tick_params(labelsize=7)
+    return figure
+
+
+def _plot_clusters(data: dict[str, Any]):  # noqa: ANN202 - a Figure
+    clusters = data["clusters"]
+    figure = _figure(9, 3.2)
+    axes = figure.subplots()
+    sizes = sorted({int(s) for c in clusters.values() for s in c["sizes"]})
+    width = 0.8 / max(len(clusters), 1)
+    positions = np.arange(len(sizes))
+    for index, (asset, entry) in enumerate(clusters.items()):
+        axes.bar(positions + index * width, [entry["sizes"].get(str(s), 0) for s in sizes],
+                 width=width, label=f"{asset} ({entry['duplicates']:,} duplicates)")
+    axes.set_xticks(positions + width * (len(clusters) - 1) / 2, [str(s) for s in sizes])
+    axes.set_xlabel("cluster size (documents)", fontsize=8)
+    axes.set_ylabel("clusters", fontsize=8)
+    if sizes:
+        axes.set_yscale("log")
+    axes.set_title("duplicate cluster sizes", fontsize=9)
+    axes.legend(fontsize=7)
+    axes.tick_params(labelsize=7)
+    return figure
+
+
+def _plot_mixture(data: dict[str, Any]):  # noqa: ANN202 - a Figure
+    shares = data["mixture"]["shares"]
+    phases = list(dict.fromkeys(r["phase"] for r in shares))
+    figure = _figure(9, 3.2)
+    axes_list = figure.subplots(1, max(len(phases), 1), squeeze=False)[0]
+    for axes, phase in zip(axes_list, phases, strict=False):
+        rows = [r for r in shares if r["phase"] == phase]
+        positions = np.arange(len(rows))
+        axes.bar(positions - 0.2, [r["target_share"] for r in rows], 0.4, label="target",
+                 color="#8172b3")
+        axes.bar(positions + 0.2, [r["achieved_share"] for r in rows], 0.4, label="achieved",
+                 color="#64b5cd")
+        axes.set_xticks(positions, [r["source"] for r in rows])
+        axes.set_title(f"phase {phase}: token share per source", fontsize=9)
+        axes.set_ylim(0, 1)
+        axes.tick_params(labelsize=7)
+        axes.legend(fontsize=7)
+    return figure
+
+
+PLOTS = {"funnel": _plot_funnel, "removals": _plot_removals, "languages": _plot_languages,
+         "quality": _plot_quality, "clusters": _plot_clusters, "mixture": _plot_mixture}
+
+
+def render_plots(data: dict[str, Any], dpi: int = 100,
+                 names: Iterable[str] = tuple(PLOTS)) -> dict[str, bytes]:
+    """name -> PNG bytes of every plot (or of `names`)."""
+    return {name: _png(PLOTS[name](data), dpi) for name in names}
+
+
+def markdown_image(png: bytes, alt: str) -> str:
+    """Markdown embedding a PNG as a data URI (the Dagster UI renders it in metadata)."""
+    return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
+
+
+# --- HTML ------------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2rem auto;
+max-width:1150px;color:#222;padding:0 1rem}
+h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;
+margin-top:2.2rem}h3{font-size:1.05rem}
+table{border-collapse:collapse;margin:.6rem 0;font-size:.85rem}
+th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:right}
+th{background:#f3f3f3}td.l,th.l{text-align:left}
+img{max-width:100%;border:1px solid #eee}
+.cards{display:flex;flex-wrap:wrap;gap:.8rem}.card{border:1px solid #ddd;border-radius:6px;
+padding:.5rem .9rem;min-width:9rem}.card b{display:block;font-size:1.2rem}
+.doc{border-left:3px solid #ccc;margin:.4rem 0;padding:.2rem .6rem;font-size:.85rem}
+.kept{border-color:#55a868}.removed{border-color:#c44e52}.meta{color:#666;font-size:.78rem}
+nav a{margin-right:.8rem}code{background:#f5f5f5;padding:0 .2rem}
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(_n(value) if not isinstance(value, str) else value)
+
+
+def _html_table(headers: Sequence[str], rows: Iterable[Sequence[Any]],
+                left: int = 1) -> str:
+    head = "".join(f'<th class="{"l" if i < left else ""}">{html.escape(h)}</th>'
+                   for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(f'<td class="{"l" if i < left else ""}">{_e(v)}</td>'
+                                    for i, v in enumerate(row)) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _img(images: dict[str, bytes], name: str, alt: str) -> str:
+    if name not in images:
+        return ""
+    encoded = base64.b64encode(images[name]).decode("ascii")
+    return f'<p><img alt="{html.escape(alt)}" src="data:image/png;base64,{encoded}"></p>'
+
+
+def _funnel_html(rows: list[dict[str, Any]]) -> str:
+    return _html_table(["stage", "documents in", "dropped", "documents out", "tokens in",
+                        "tokens dropped", "tokens out", "flagged", "kept by recipe"],
+                       [[r[c] for c in FUNNEL_COLUMNS] for r in rows])
+
+
+def _doc_html(item: dict[str, Any], kind: str) -> str:
+    meta = " · ".join(html.escape(str(x)) for x in (item["doc_id"], item["partition"],
+                                                     item.get("url") or "", item["reason"])
+                      if x)
+    return (f'<div class="doc {kind}"><div class="meta">{kind}: {meta}</div>'
+            f"{html.escape(item['text']) or '<i>(empty)</i>'}</div>")
+
+
+def render_html(data: dict[str, Any], images: dict[str, bytes]) -> str:
+    """One self-contained page: inline CSS, plots as base64 PNG, no scripts, no links out."""
+    s = data["summary"]
+    cards = [("records tried", s["records_tried"]), ("documents", s["documents"]),
+             ("selected", s["documents_selected"]), ("selected tokens (est.)",
+                                                     s["selected_tokens"]),
+             ("occurrences", s["occurrences"]), ("mix tokens (est.)", s["mix_tokens"]),
+             ("shard tokens", s["shard_tokens"]), ("shards", s["shards"])]
+    if s.get("taken_down_documents"):
+        cards.append(("taken down", s["taken_down_documents"]))
+    out = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>Funnel report: {html.escape(data['recipe'])}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>Funnel report: recipe <code>{html.escape(data['recipe'])}</code></h1>",
+        f"<p>Dataset version <code>{_e(data['dataset_version'])}</code>, mix data version "
+        f"<code>{_e(data['mix_version'])}</code>; partitions "
+        f"{', '.join(f'<code>{html.escape(p)}</code>' for p in data['partitions'])}.</p>",
+        "<nav>" + "".join(f'<a href="#{a}">{t}</a>' for a, t in (
+            ("funnel", "Funnel"), ("removals", "Removals"), ("languages", "Languages"),
+            ("quality", "Quality"), ("clusters", "Duplicates"), ("mixture", "Mixture"),
+            ("samples", "Samples"))) + "</nav>",
+        '<div class="cards">' + "".join(f"<div class='card'>{html.escape(k)}<b>{_e(v)}</b>"
+                                        "</div>" for k, v in cards) + "</div>",
+        '<h2 id="funnel">Funnel</h2>',
+        "<p>Each document is attributed to the first stage that drops it: the per-snapshot "
+        "verdicts under the pipeline's defaults, then the recipe's selection rules "
+        "(<code>selection.*</code>); <i>edits</i> shows the tokens the text edits (C4 and "
+        "boilerplate lines, PII placeholders) take out of the selected documents. "
+        "<i>flagged</i>: documents the stage's verdict drops, counted independently; "
+        "<i>kept by recipe</i>: flagged but selected by the recipe. Tokens are estimated from "
+        "the text's bytes (extracted, then scrubbed after <i>edits</i>) and the mix's bytes "
+        "per token "
+        f"({html.escape(json.dumps({k: round(v, 3) for k, v in s['bytes_per_token'].items()}))}"
+        f", {_e(s['token_estimate'])}); the shards hold {_e(s['shard_tokens'])} real tokens "
+        f"({_e(s['occurrences'])} occurrences with repeats, {_e(s['padding_tokens'])} padding "
+        f"tokens, target {_e(s['mix_target_tokens'])}).</p>",
+        _img(images, "funnel", "funnel plot"), "<h3>All partitions</h3>",
+        _funnel_html(data["funnel"]["total"]),
+    ]
+    for partition, rows in data["funnel"]["partitions"].items():
+        out += [f"<details><summary>Partition <code>{html.escape(partition)}</code>"
+                "</summary>", _funnel_html(rows), "</details>"]
+    out += ['<h2 id="removals">Removals per reason</h2>', _img(images, "removals", "removals"),
+            _html_table(["stage", "reason", "dropped", "flagged", "tokens dropped"],
+                        [[r["stage"], r["reason"], r["dropped"], r["flagged"],
+                          r["tokens_dropped"]] for r in data["removals"]], left=2)]
+    out += ['<h2 id="languages">Language mix</h2>', _img(images, "languages", "languages"),
+            _html_table(["partition", "language", "documents", "selected", "selected tokens"],
+                        [[r["partition"], r["language"], r["documents"], r["selected"],
+                          r["selected_tokens"]] for r in data["languages"]], left=2)]
+    quality = data["quality"]
+    cutoff_rows = [[lang, f"{c:.4f}"] for lang, c in quality["cutoffs"].items()]
+    out += ['<h2 id="quality">Quality scores</h2>',
+            f"<p>{_e(quality['documents'])} web documents with a score. Recipe cutoff: "
+            + (f"the top {quality['top_fraction']:.0%} per language of the web documents still "
+               "in; the lowest kept score per language below."
+               if quality["top_fraction"] else "none.")
+            + (f" Phase cutoffs: {html.escape(json.dumps(quality['phase_top_fractions']))}."
+               if quality["phase_top_fractions"] else "") + "</p>",
+            _img(images, "quality", "quality histogram"),
+            _html_table(["language", "cutoff score"], cutoff_rows) if cutoff_rows else ""]
+    out += ['<h2 id="clusters">Duplicate clusters</h2>', _img(images, "clusters", "clusters"),
+            _html_table(["asset", "clusters", "duplicates", "largest", "sizes"],
+                        [[a, c["clusters"], c["duplicates"], c["largest"],
+                          ", ".join(f"{k}: {v}" for k, v in c["sizes"].items()) or "–"]
+                         for a, c in data["clusters"].items()])]
+    mixture = data["mixture"]
+    out += ['<h2 id="mixture">Mixture</h2>', _img(images, "mixture", "mixture"),
+            _html_table(["phase", "source", "weight", "target share", "achieved share",
+                         "target tokens", "tokens (est.)", "documents", "occurrences",
+                         "epochs", "ran out"],
+                        [[r["phase"], r["source"], r["weight"], f"{r['target_share']:.2%}",
+                          f"{r['achieved_share']:.2%}", r["target_tokens"],
+                          r["achieved_tokens"], r["documents"], r["occurrences"],
+                          f"{r['epochs']:.2f}", "yes" if r["ran_out"] else ""]
+                         for r in mixture["shares"]], left=2),
+            "<h3>Tokens in the shards</h3>",
+            _html_table(["by", "key", "tokens"],
+                        [[group.removeprefix("tokens_by_"), key, value]
+                         for group in ("tokens_by_source", "tokens_by_phase",
+                                       "tokens_by_licence")
+                         for key, value in mixture[group].items()], left=2)]
+    if mixture["ran_out"]:
+        out.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in mixture["ran_out"])
+                   + "</ul>")
+    out += ['<h2 id="samples">Sampled documents</h2>',
+            "<p>A few documents per stage, truncated. Kept: the scrubbed text; removed: the "
+            "extracted text with PII replaced by placeholders.</p>",
+            "<h3>documents (rejected records)</h3>"]
+    out += [f'<div class="doc removed"><div class="meta">{html.escape(r["partition"])} · '
+            f'{html.escape(r["url"] or "")} · {html.escape(r["reason"])}</div>'
+            f'{html.escape(r["message"] or "")}</div>' for r in data["samples"]["rejects"]]
+    for stage in DOCUMENT_STAGES:
+        picks = data["samples"][stage]
+        out.append(f"<h3>{html.escape(stage)}</h3>")
+        out += [_doc_html(item, "removed") for item in picks["removed"]] or [
+            "<p class='meta'>nothing removed here</p>"]
+        out += [_doc_html(item, "kept") for item in picks["kept"]]
+    out.append(f"<p class='meta'>{html.escape(data['report_version'])}</p></body></html>")
+    return "\n".join(out)
+
+
+# --- all together ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Report:
+    recipe: str
+    data: dict[str, Any]
+    html: str
+    images: dict[str, bytes] = field(default_factory=dict)
+
+
+def build_report(store: Store, recipe: RecipeConfig,
+                 samples_per_stage: int = SAMPLES_PER_STAGE) -> Report:
+    data = compute_report(store, recipe, samples_per_stage)
+    images = render_plots(data)
+    return Report(recipe.name, data, render_html(data, images), images)
+
+
+def write_report(store: Store, report: Report) -> dict[str, str]:
+    """Stores `reports/{recipe}/report.html`, `report.json` and one PNG per plot; returns the
+    keys by name."""
+    prefix = report_prefix(report.recipe)
+    keys = {"html": report_key(report.recipe), "json": f"{prefix}/report.json"}
+    for name, png in sorted(report.images.items()):
+        keys[name] = f"{prefix}/{name}.png"
+        store.write_bytes(keys[name], png)
+    store.write_bytes(keys["json"], json.dumps(report.data, indent=1, sort_keys=True).encode())
+    store.write_bytes(keys["html"], report.html.encode("utf-8"))
+    return keys

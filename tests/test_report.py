@@ -1,0 +1,270 @@
+"""The funnel report: every section on the built-in sample, numbers that add up, a
+self-contained page, the `report` asset's metadata, and the CLI (`corpus report`, progress)."""
+
+from __future__ import annotations
+
+import re
+import types
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from dagster import AssetKey
+from typer.testing import CliRunner
+
+from corpus_cli.main import app
+from curation.config import load_pipeline, load_recipe
+from curation.mix import RULES
+from curation.partition import PartitionLayout
+from curation.report import (
+    DOCUMENT_STAGES,
+    EDITS,
+    INGEST,
+    PIPELINE_STAGES,
+    PLOTS,
+    PREVIEW_CHARS,
+    STAGES,
+    ReportError,
+    _attribute,
+    _funnel_rows,
+    _Partition,
+    build_report,
+    report_key,
+)
+from curation.storage import LocalStore
+
+PARTITIONS = ["SAMPLE-01", "SAMPLE-02", "source:reference"]
+SECTIONS = ("summary", "funnel", "removals", "languages", "quality", "clusters", "mixture",
+            "samples")
+
+
+@pytest.fixture(scope="module")
+def built(sample_run):
+    pipeline = load_pipeline(sample_run.pipeline_path)
+    recipe = load_recipe(sample_run.base / "recipes" / "sample.yaml", pipeline)
+    store = LocalStore(str(sample_run.root))
+    return types.SimpleNamespace(store=store, recipe=recipe, report=build_report(store, recipe))
+
+
+def test_the_report_has_every_section(built) -> None:
+    data = built.report.data
+    assert set(SECTIONS) <= set(data)
+    assert data["partitions"] == PARTITIONS
+    assert list(data["funnel"]["partitions"]) == PARTITIONS
+    for rows in (data["funnel"]["total"], *data["funnel"]["partitions"].values()):
+        assert [row["stage"] for row in rows] == list(STAGES)
+    assert {row["language"] for row in data["languages"]} >= {"en", "de", "fr", "es"}
+    quality = data["quality"]
+    assert quality["top_fraction"] == 0.5 and set(quality["cutoffs"]) == {"en"}
+    assert sum(map(sum, quality["histogram"].values())) == quality["documents"] > 0
+    assert set(data["clusters"]) == {"url_dedup", "exact_dedup", "dedup_clusters",
+                                     "cross_dedup"}
+    assert all(c["duplicates"] > 0 for c in data["clusters"].values())
+    shares = data["mixture"]["shares"]
+    assert {(r["phase"], r["source"]) for r in shares} == {
+        ("main", "web"), ("main", "reference"), ("anneal", "web"), ("anneal", "reference")}
+    assert sum(data["mixture"]["tokens_by_source"].values()) == data["summary"]["shard_tokens"]
+    samples = data["samples"]
+    assert samples["rejects"]
+    for stage in DOCUMENT_STAGES:
+        assert len(samples[stage]["kept"]) == 3  # the sample keeps enough at every stage
+        for item in samples[stage]["kept"] + samples[stage]["removed"]:
+            assert len(item["text"]) <= PREVIEW_CHARS + 1
+    # stages that dropped something show what they dropped, with the reason
+    funnel = {row["stage"]: row for row in data["funnel"]["total"]}
+    for stage in DOCUMENT_STAGES:
+        removed = samples[stage]["removed"]
+        assert len(removed) == min(3, funnel[stage]["dropped"])
+        assert all(item["reason"] for item in removed)
+    assert set(built.report.images) == set(PLOTS)
+    assert all(png.startswith(b"\x89PNG") for png in built.report.images.values())
+    page = built.report.html
+    for anchor in ("funnel", "removals", "languages", "quality", "clusters", "mixture",
+                   "samples"):
+        assert f'id="{anchor}"' in page
+    assert page.count("data:image/png;base64,") == len(PLOTS)
+
+
+def _check_rows(rows: list[dict]) -> None:
+    for row in rows:
+        assert row["documents_in"] == row["dropped"] + row["documents_out"], row
+        if row["tokens_in"] is not None:
+            assert row["tokens_in"] == row["tokens_dropped"] + row["tokens_out"], row
+    for before, after in zip(rows, rows[1:], strict=False):
+        assert after["documents_in"] == before["documents_out"]
+        if after["stage"] != EDITS and before["stage"] != INGEST:
+            assert after["tokens_in"] == before["tokens_out"]
+    assert rows[1]["tokens_in"] == rows[0]["tokens_out"]
+
+
+def test_the_funnel_adds_up(built, sample_run) -> None:
+    data, store = built.report.data, built.store
+    for partition, rows in data["funnel"]["partitions"].items():
+        _check_rows(rows)
+        documents = PartitionLayout(store, "documents", partition).complete_manifest()
+        assert rows[0]["documents_out"] == documents.rows
+        stats = documents.extra["stats"]
+        assert rows[0]["documents_in"] == stats["candidates"]
+        assert rows[0]["dropped"] == sum(stats["rejects"].values())
+        language = PartitionLayout(store, "language", partition).read_table(name="decisions")
+        assert rows[1]["flagged"] == len(set(language["doc_id"].to_pylist()))
+    total = data["funnel"]["total"]
+    _check_rows(total)
+    for index, row in enumerate(total):
+        for column in ("documents_in", "dropped", "documents_out", "flagged"):
+            assert row[column] == sum(rows[index][column]
+                                      for rows in data["funnel"]["partitions"].values())
+    # documents in = kept + removed per reason, at every stage
+    for row in total:
+        removed = sum(r["dropped"] for r in data["removals"] if r["stage"] == row["stage"])
+        assert removed == row["dropped"], row["stage"]
+        tokens = sum(r["tokens_dropped"] for r in data["removals"]
+                     if r["stage"] == row["stage"])
+        if row["stage"] not in (INGEST, EDITS):
+            assert tokens == row["tokens_dropped"], row["stage"]
+    # the funnel ends with the mix's selection and its token pool
+    mix = PartitionLayout(store, "mix", "sample").complete_manifest()
+    kept = sum(PartitionLayout(store, "mix", "sample").read_table(
+        ["kept"], name="decisions")["kept"].to_pylist())
+    assert total[-1]["documents_out"] == kept == data["summary"]["documents_selected"]
+    assert total[0]["documents_out"] == mix.extra["candidates"]
+    assert sum(row["dropped"] for row in total if row["stage"] in DOCUMENT_STAGES) == \
+        mix.extra["candidates"] - kept
+    main = [r for r in data["mixture"]["shares"] if r["phase"] == "main"]
+    assert total[-1]["tokens_out"] == sum(r["available_tokens"] for r in main)
+    # a selection rule drops at most what the mix's own funnel counts for it (earlier pipeline
+    # stages take their share first)
+    by_stage = {row["stage"]: row for row in total}
+    for rule in RULES:
+        assert by_stage[f"selection.{rule}"]["dropped"] <= mix.extra["funnel"][rule]
+    assert by_stage[DOCUMENT_STAGES[-1]]["dropped"] <= mix.extra.get("taken_down_documents", 0)
+    assert data["summary"]["occurrences"] == mix.rows
+
+
+def test_attribution_counts_a_recipe_override_as_kept() -> None:
+    """First failing stage wins; a flagged document the recipe selects is kept, not dropped;
+    a takedown comes last."""
+    n = 6
+    flags = {f"flag.{stage}": pa.array([None] * n, pa.string()) for stage, _ in PIPELINE_STAGES}
+    flags["flag.language"] = pa.array(["low", "low", None, None, None, None])
+    flags["flag.heuristics"] = pa.array(["rep", None, "rep", None, None, None])
+    flags["flag.decontamination"] = pa.array([None, None, None, "hit", None, None])
+    frame = pa.table({
+        "doc_id": list("abcdef"), "source": ["web"] * n, "language": ["en"] * n,
+        **flags,
+        "rule": ["language", "selected", "heuristics", "selected", "quality", "takedown"],
+        "tokens": pa.array([10, 20, 30, 40, 50, 60], pa.int64()),
+        "final_tokens": pa.array([9, 18, 27, 36, 45, 54], pa.int64()),
+    })
+    stage, reason = _attribute(frame)
+    assert stage.tolist() == ["language", "", "heuristics", "", "selection.quality",
+                              "selection.takedown"]
+    assert reason.tolist() == ["low", "", "rep", "", "quality", "takedown"]
+    rows = {r["stage"]: r for r in _funnel_rows(
+        _Partition("p", frame, stage, reason),
+        {"stage": INGEST, "documents_in": 8, "dropped": 2, "documents_out": n,
+         "tokens_in": None, "tokens_dropped": None, "tokens_out": None, "flagged": 2,
+         "kept_by_recipe": 0})}
+    language = rows["language"]
+    assert (language["documents_in"], language["dropped"], language["documents_out"]) == (6, 1, 5)
+    assert (language["flagged"], language["kept_by_recipe"]) == (2, 1)
+    assert (language["tokens_in"], language["tokens_dropped"]) == (210, 10)
+    assert rows["heuristics"]["flagged"] == 2 and rows["heuristics"]["dropped"] == 1
+    assert rows["decontamination"]["kept_by_recipe"] == 1
+    assert rows["selection.quality"]["dropped"] == 1
+    assert rows["selection.takedown"]["dropped"] == 1
+    assert DOCUMENT_STAGES[-1] == "selection.takedown"
+    assert rows[DOCUMENT_STAGES[-1]]["documents_out"] == 2
+    assert rows[EDITS]["documents_out"] == 2
+    assert rows[EDITS]["tokens_in"] == 60 and rows[EDITS]["tokens_out"] == 54
+
+
+def test_the_page_is_self_contained(built) -> None:
+    page = built.report.html
+    assert page.startswith("<!DOCTYPE html>")
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", page, re.I)
+    assert not re.search(r"<(?:script|link|iframe)\b", page, re.I)
+    assert "@import" not in page and "url(" not in page
+    assert all(src.startswith("data:image/png;base64,")
+               for src in re.findall(r'src="([^"]*)"', page))
+
+
+def test_the_asset_materializes_with_metadata(sample_run) -> None:
+    result = sample_run.results[("dataset", "sample")]
+    events = [e.event_specific_data.materialization
+              for e in result.get_asset_materialization_events()
+              if e.event_specific_data.materialization.asset_key == AssetKey("report")]
+    assert len(events) == 1
+    metadata = {key: value.value for key, value in events[0].metadata.items()}
+    for key in ("funnel", "removals_by_reason", "mixture"):
+        assert metadata[key].startswith("| ")
+    assert "selection.quality" in metadata["funnel"]
+    assert metadata["documents_in"] > metadata["documents_out"] > 0
+    assert metadata["shard_tokens"] > 0 and metadata["selected_tokens_est"] > 0
+    assert metadata["funnel_plot"].startswith("![funnel](data:image/png;base64,")
+    assert metadata["report_path"].endswith("reports/sample/report.html")
+    assert metadata["report_url"].startswith("file://")
+    folder = sample_run.root / "reports" / "sample"
+    assert (sample_run.root / report_key("sample")).read_text().startswith("<!DOCTYPE html>")
+    assert {p.name for p in folder.glob("*.png")} == {f"{name}.png" for name in PLOTS}
+
+
+def test_a_missing_mix_is_a_clear_error(built, tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match=r"mix\[sample\] is not complete"):
+        build_report(LocalStore(str(tmp_path)), built.recipe)
+
+
+runner = CliRunner()
+
+
+def test_cli_report_writes_the_page(sample_run, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    result = runner.invoke(app, ["report", "--recipe", "sample", "--root",
+                                 str(sample_run.root), "--out", str(out), "--pipeline",
+                                 str(sample_run.pipeline_path)])
+    assert result.exit_code == 0, result.output
+    assert f"written: {out.resolve()}" in result.output
+    assert "selected" in result.output
+    assert out.read_text().startswith("<!DOCTYPE html>")
+    missing = runner.invoke(app, ["report", "--recipe", "nope", "--root", str(sample_run.root),
+                                  "--pipeline", str(sample_run.pipeline_path)])
+    assert missing.exit_code == 2
+
+
+def test_help_lists_every_command_with_a_description() -> None:
+    result = runner.invoke(app, ["--help"], terminal_width=160)
+    assert result.exit_code == 0
+    names = [c.name for c in app.registered_commands] + [g.name for g in app.registered_groups]
+    assert "report" in names
+    for name in names:
+        line = next((ln for ln in result.output.splitlines() if f" {name} " in ln), "")
+        assert re.search(rf"\b{name}\s+\S", line), f"{name} has no description"
+
+
+def test_progress_counts_the_runs(sample_run, monkeypatch, capsys, tmp_path: Path) -> None:
+    """`sample run` and `backfill` show runs done / total with elapsed and remaining time; the
+    plan matches the runs `run_main_jobs` made on the sample."""
+    import corpus_assets.main_job as main_job
+    from corpus_cli import main as cli
+
+    assert cli._run_plan(PARTITIONS, ["sample"]) == [
+        f"{job}[{partition or 'all'}]" for job, partition in sample_run.results]
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+
+    def fake(instance, partitions, run_config, on_run=None, recipes=None):  # noqa: ANN001, ANN202
+        runs = []
+        for label in cli._run_plan(partitions, recipes):
+            job, partition = label[:-1].split("[")
+            result = types.SimpleNamespace(
+                success=True, run_id="0123456789", get_asset_check_evaluations=list,
+                get_asset_materialization_events=list)
+            runs.append(main_job.JobRun(job, partition, result))
+            on_run(runs[-1])
+        return runs
+
+    monkeypatch.setattr(main_job, "run_main_jobs", fake)
+    cli.materialize_partitions(PARTITIONS, 1, str(tmp_path / "data"),
+                               sample_run.pipeline_path)
+    err = capsys.readouterr().err
+    assert "dataset[sample]: run 01234567 ok" in err
+    assert re.search(r"(\d+)/\1 runs \d+:\d\d:\d\d left \d+:\d\d:\d\d", err), err
