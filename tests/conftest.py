@@ -61,3 +61,44 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory):
             str(base / "pipeline.yaml"), str(base / "data"), workers=2), recipes=["sample"])
         yield SampleRun(base, base / "data", base / "pipeline.yaml", instance,
                         {(run.job, run.partition): run.result for run in runs})
+
+
+# --- a real S3 API: moto's server on 127.0.0.1 ------------------------------------------------
+
+MOTO_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing",
+                    "region_name": "us-east-1"}
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    """moto's S3 server on a free port of 127.0.0.1, one per test module."""
+    import subprocess
+    import sys
+    import time
+
+    import requests
+
+    port = free_port()
+    server = Path(sys.executable).parent / "moto_server"
+    process = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            requests.get(endpoint, timeout=1)
+            break
+        except requests.ConnectionError:
+            assert time.monotonic() < deadline, "moto_server did not start"
+            time.sleep(0.2)
+    yield endpoint
+    process.terminate()
+    process.wait(timeout=10)

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
-import subprocess
-import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,7 +12,6 @@ import boto3
 import duckdb
 import pyarrow as pa
 import pytest
-import requests
 
 import curation.catalog as catalog_module
 from curation.catalog import Catalog, refresh_catalog
@@ -24,6 +19,7 @@ from curation.partition import Manifest, PartitionLayout
 from curation.schema import DECISION_SCHEMA, DOCUMENT_SCHEMA, REJECT_SCHEMA, decisions_table
 from curation.shards import SPAN_SCHEMA
 from curation.storage import LocalStore, S3Store, Store, parquet_bytes
+from tests.conftest import MOTO_CREDENTIALS
 
 SEQ_LEN = 8
 T0 = datetime(2024, 3, 1, tzinfo=UTC)
@@ -349,34 +345,9 @@ def test_without_lookup_tables_the_answers_are_the_same(store, tmp_path):
 
 # --- S3 ----------------------------------------------------------------------------------------
 
-CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing",
-               "region_name": "us-east-1"}
+CREDENTIALS = MOTO_CREDENTIALS
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint():
-    port = _free_port()
-    server = Path(sys.executable).parent / "moto_server"
-    process = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            requests.get(endpoint, timeout=1)
-            break
-        except requests.ConnectionError:
-            assert time.monotonic() < deadline, "moto_server did not start"
-            time.sleep(0.2)
-    yield endpoint
-    process.terminate()
-    process.wait(timeout=10)
 
 
 class _Client:

@@ -31,7 +31,7 @@ from dagster._core.storage.config import pg_config
 from dagster._core.workspace.config_schema import process_workspace_config
 from dagster._serdes import class_from_code_pointer
 
-from tests.conftest import REPO
+from tests.conftest import REPO, free_port
 
 DEPLOY = REPO / "deploy"
 DOCS = REPO / "docs" / "deploy.md"
@@ -218,11 +218,6 @@ class Postgres:
                 "DAGSTER_PG_DB": self.database}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 def _postgres_bin() -> Path:
     """PostgreSQL's server programs: skip without them, unless CI is set, where
@@ -277,7 +272,7 @@ def postgres() -> Iterator[Postgres]:
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres", "postgres")
         shutil.chown(folder / "password", "postgres", "postgres")
-    port = _free_port()
+    port = free_port()
     started = False
     try:
         subprocess.run(_as_server_user([
@@ -400,7 +395,7 @@ def test_queued_runs_on_postgres_one_per_partition(
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text(yaml.safe_dump(_test_instance_yaml()))
-    code_port = _free_port()
+    code_port = free_port()
     env = {**os.environ, **postgres.env(), "DAGSTER_HOME": str(home),
            "CORPUS_CODE_SERVER_HOST": "127.0.0.1", "CORPUS_CODE_SERVER_PORT": str(code_port)}
     _set_env(monkeypatch, {k: env[k] for k in (*postgres.env(), "DAGSTER_HOME")})

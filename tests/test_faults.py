@@ -29,7 +29,6 @@ from urllib.parse import urlsplit
 import boto3
 import pyarrow.parquet as pq
 import pytest
-import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
@@ -50,7 +49,7 @@ from curation.tasks import (
     TaskOutput,
     run_partition,
 )
-from tests.conftest import REPO
+from tests.conftest import MOTO_CREDENTIALS, REPO
 
 CC_2020 = "warc/cc-main-2020-34_resiliparse_16responses.warc.gz"
 DOLMA0 = "warc/non_cc/dolma_wget-sample-0000_22responses.warc.gz"
@@ -58,38 +57,16 @@ DOLMA1 = "warc/non_cc/dolma_wget-sample-0001_15responses.warc.gz"
 CLUEWEB = "warc/non_cc/clueweb09-ja_resiliparse-quirk_29responses.warc.gz"
 CC_2014 = "warc/cc-main-2014-35_wdps-sample_4responses.warc"
 JWARC = "warc/cc-2019-12_jwarc-cc_1response.warc.gz"
-CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing",
-               "region_name": "us-east-1"}
+CREDENTIALS = MOTO_CREDENTIALS
 
 
 # --- moto's server and a fault-injecting proxy in front of it ----------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def moto_endpoint():
-    port = _free_port()
-    server = Path(sys.executable).parent / "moto_server"
-    process = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            requests.get(endpoint, timeout=1)
-            break
-        except requests.ConnectionError:
-            assert time.monotonic() < deadline, "moto_server did not start"
-            time.sleep(0.2)
-    boto3.client("s3", endpoint_url=endpoint, **CREDENTIALS).create_bucket(Bucket="faults")
-    yield endpoint
-    process.terminate()
-    process.wait(10)
+def moto_endpoint(s3_endpoint):
+    boto3.client("s3", endpoint_url=s3_endpoint, **CREDENTIALS).create_bucket(Bucket="faults")
+    return s3_endpoint
 
 
 @dataclass

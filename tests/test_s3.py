@@ -5,15 +5,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import boto3
 import pytest
-import requests
 from dagster import instance_for_test, materialize
 from dagster_aws.s3 import S3Resource
 
@@ -25,6 +20,7 @@ from curation.partition import PartitionLayout
 from curation.storage import S3Store
 from partitions import SNAPSHOT_PARTITIONS_NAME
 from resources import ComputeResource, PipelineResource, StorageResource
+from tests.conftest import MOTO_CREDENTIALS
 
 CRAWL = "crawl-data/CC-MAIN-2099-01"
 FILES = [
@@ -32,34 +28,9 @@ FILES = [
     "warc/non_cc/dolma_wget-sample-0000_22responses.warc.gz",
     "warc/non_cc/dolma_wget-sample-0001_15responses.warc.gz",
 ]
-CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing",
-               "region_name": "us-east-1"}
+CREDENTIALS = MOTO_CREDENTIALS
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint():
-    port = _free_port()
-    server = Path(sys.executable).parent / "moto_server"
-    process = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            requests.get(endpoint, timeout=1)
-            break
-        except requests.ConnectionError:
-            assert time.monotonic() < deadline, "moto_server did not start"
-            time.sleep(0.2)
-    yield endpoint
-    process.terminate()
-    process.wait(10)
 
 
 @pytest.fixture

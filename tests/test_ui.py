@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -14,18 +13,13 @@ import requests
 from dagster import DagsterInstance
 
 from partitions import SNAPSHOT_PARTITIONS_NAME
-from tests.conftest import REPO
+from tests.conftest import REPO, free_port
 
 QUERY = """
 { assetNodes { assetKey { path } dependencyKeys { path }
   partitionKeysByDimension { partitionKeys } hasAssetChecks } }
 """
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_webserver_serves_assets_with_partitions(tmp_path: Path) -> None:
@@ -36,7 +30,7 @@ def test_webserver_serves_assets_with_partitions(tmp_path: Path) -> None:
     instance = DagsterInstance.from_config(str(home))
     instance.add_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME, ["SAMPLE-01", "CC-MAIN-2024-10"])
     instance.dispose()
-    port = _free_port()
+    port = free_port()
     webserver = Path(sys.executable).parent / "dagster-webserver"
     process = subprocess.Popen(
         [str(webserver), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],

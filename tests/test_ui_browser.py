@@ -33,8 +33,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.conftest import REPO
-from tests.test_ui import _free_port
+from tests.conftest import REPO, free_port
 
 ARTIFACTS = REPO / "test-artifacts" / "ui-browser"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -93,7 +92,7 @@ def webserver(chromium: str, sample_run, tmp_path_factory: pytest.TempPathFactor
         assert check.get_runs_count() == sample_run.instance.get_runs_count() > 0
     finally:
         check.dispose()
-    port = _free_port()
+    port = free_port()
     webserver = Path(sys.executable).parent / "dagster-webserver"
     process = subprocess.Popen(
         [str(webserver), "-m", "corpus_assets.definitions", "-h", "127.0.0.1", "-p", str(port)],
