@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from test_catalog import (  # the same hand-built store and S3 server
+from test_catalog import (  # the same hand-built store (moto's server: conftest)
     A1,
     A2,
     A3,
@@ -26,7 +26,6 @@ from test_catalog import (  # the same hand-built store and S3 server
     _Client,
     build_store,
     copy_outputs,
-    s3_endpoint,  # noqa: F401 - a fixture
     upload,
 )
 
