@@ -2,7 +2,6 @@
 PII in the final selected, edited text (matchers independent of the annotating stages), and
 shard integrity."""
 
-import heapq
 import tempfile
 
 import pyarrow.compute as pc
@@ -14,20 +13,17 @@ from dagster import (
     asset_check,
 )
 
+from checks.rescan import residual_pii_result, sample_texts
 from curation.dataset_stage import SHARDS, local_shards, shards_prefix
 from curation.decontamination import ResidualMatcher
 from curation.evals import load_benchmarks
 from curation.mix_stage import MIX
 from curation.partition import PartitionLayout
-from curation.pii_rescan import residual_pii
-from curation.schema import sample_rank
 from curation.shards import verify_shards
 from curation.storage import Store, read_parquet
 from curation.takedowns import load_tombstones
 from partitions import recipe_partitions
 from resources import PipelineResource, StorageResource
-
-RESCAN_DOCUMENTS = 2_000
 
 
 @asset_check(asset=MIX, blocking=True, partitions_def=recipe_partitions,
@@ -55,7 +51,7 @@ def _selected_texts(store: Store, name: str) -> list[tuple[str, str]]:
         rows = PartitionLayout(store, "scrubbed", partition).read_table(["doc_id", "text"])
         rows = rows.filter(pc.is_in(rows["doc_id"], wanted))
         chosen += zip(rows["doc_id"].to_pylist(), rows["text"].to_pylist(), strict=True)
-    return heapq.nsmallest(RESCAN_DOCUMENTS, chosen, key=lambda row: sample_rank(row[0]))
+    return sample_texts([d for d, _ in chosen], [t for _, t in chosen])
 
 
 @asset_check(asset=MIX, blocking=True, partitions_def=recipe_partitions,
@@ -84,17 +80,7 @@ def mix_has_no_residual_pii(
     context: AssetCheckExecutionContext, pipeline: PipelineResource, storage: StorageResource
 ) -> AssetCheckResult:
     name = context.op_execution_context.partition_key
-    pii = pipeline.load().pii
-    texts = _selected_texts(storage.store, name)
-    found = [(doc_id, hit.kind) for doc_id, text in texts
-             for hit in residual_pii(text, pii.enabled, pii.include_private_ips,
-                                     pii.placeholders)]
-    return AssetCheckResult(
-        passed=not found, severity=AssetCheckSeverity.ERROR,
-        metadata={"documents_scanned": MetadataValue.int(len(texts)),
-                  "residual_matches": MetadataValue.int(len(found)),
-                  "where": MetadataValue.json([list(row) for row in found[:20]])},
-    )
+    return residual_pii_result(_selected_texts(storage.store, name), pipeline.load().pii)
 
 
 @asset_check(asset=SHARDS, blocking=True, partitions_def=recipe_partitions,

@@ -1,7 +1,5 @@
 """Quality gates for `scrubbed`: one row per document, and no residual PII in a re-scan."""
 
-import heapq
-
 import pyarrow.compute as pc
 from dagster import (
     AssetCheckExecutionContext,
@@ -11,13 +9,10 @@ from dagster import (
     asset_check,
 )
 
+from checks.rescan import residual_pii_result, sample_texts
 from curation.partition import PartitionLayout
-from curation.pii_rescan import residual_pii
-from curation.schema import sample_rank
 from partitions import snapshot_partitions
 from resources import PipelineResource, StorageResource
-
-RESCAN_DOCUMENTS = 2_000
 
 
 @asset_check(asset="scrubbed", blocking=True, partitions_def=snapshot_partitions,
@@ -49,19 +44,6 @@ def scrubbed_has_no_residual_pii(
     context: AssetCheckExecutionContext, pipeline: PipelineResource, storage: StorageResource
 ) -> AssetCheckResult:
     partition = context.op_execution_context.partition_key
-    settings = pipeline.load().pii
     rows = PartitionLayout(storage.store, "scrubbed", partition).read_table(["doc_id", "text"])
-    sample = heapq.nsmallest(RESCAN_DOCUMENTS, zip(rows["doc_id"].to_pylist(),
-                                                   rows["text"].to_pylist(), strict=True),
-                             key=lambda row: sample_rank(row[0]))
-    residual = [(doc_id, hit.kind) for doc_id, text in sample
-                for hit in residual_pii(text, settings.enabled, settings.include_private_ips)]
-    # Where residual PII was found, never what it is: metadata is visible to every UI user.
-    listing = "\n".join(f"| {doc_id} | {kind} |" for doc_id, kind in residual[:20])
-    return AssetCheckResult(
-        passed=not residual, severity=AssetCheckSeverity.ERROR,
-        metadata={"documents_scanned": MetadataValue.int(len(sample)),
-                  "residual_matches": MetadataValue.int(len(residual)),
-                  "residual_where": MetadataValue.md(
-                      f"| doc_id | type |\n| --- | --- |\n{listing}" if residual else "none")},
-    )
+    sample = sample_texts(rows["doc_id"].to_pylist(), rows["text"].to_pylist())
+    return residual_pii_result(sample, pipeline.load().pii)

@@ -9,6 +9,7 @@ a dataset version.
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -219,7 +220,7 @@ def _shards_folder(store, version: str) -> Path:  # noqa: ANN001 - a Store
 
     manifest = PartitionLayout(store, "shards", version).read_manifest()
     version = manifest.version if manifest is not None else version  # a recipe name works too
-    folder = Path("/tmp") / f"corpus-shards-{version}"
+    folder = Path(tempfile.gettempdir()) / f"corpus-shards-{version}"  # S3 roots download here
     return local_shards(store, shards_prefix(version), str(folder))
 
 
