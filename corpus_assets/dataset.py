@@ -55,7 +55,8 @@ def _all(name: str) -> AssetDep:
 def tokenizer(context: AssetExecutionContext, pipeline: PipelineResource,
               storage: StorageResource) -> MaterializeResult:
     name = context.partition_key
-    build = build_tokenizer(storage.store, pipeline.load(), name, pipeline.recipe(name))
+    with storage.locked(context.run.run_id, TOKENIZER, name):
+        build = build_tokenizer(storage.store, pipeline.load(), name, pipeline.recipe(name))
     pinned = build.tokenizer
     return MaterializeResult(
         metadata={"how": MetadataValue.text(build.how),
@@ -94,8 +95,9 @@ def mix(context: AssetExecutionContext, pipeline: PipelineResource,
         storage: StorageResource) -> MaterializeResult:
     name = context.partition_key
     store = storage.store
-    build = build_and_store_mix(store, name, pipeline.recipe(name),
-                                load_stored_tokenizer(store, name))
+    with storage.locked(context.run.run_id, MIX, name):
+        build = build_and_store_mix(store, name, pipeline.recipe(name),
+                                    load_stored_tokenizer(store, name))
     extra = build.manifest.extra
     shares = PartitionLayout(store, MIX, name).read_table(name="shares").to_pylist()
     metadata = {
@@ -146,8 +148,9 @@ def shards(context: AssetExecutionContext, pipeline: PipelineResource,
     info = BuildInfo(version, recipe_hash=stable_hash(recipe.model_dump(mode="json")),
                      pipeline_hash=config.section_hash("documents"),
                      input_versions={"mix": mix_version, "tokenizer": pinned.sha256})
-    build = build_dataset_shards(store, name, recipe, read_occurrences(store, name), pinned,
-                                 info, threads=compute.workers)
+    with storage.locked(context.run.run_id, SHARDS, name):
+        build = build_dataset_shards(store, name, recipe, read_occurrences(store, name), pinned,
+                                     info, threads=compute.workers)
     totals = build.manifest["totals"]
     metadata = {
         "dataset_version": MetadataValue.text(version),

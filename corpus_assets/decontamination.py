@@ -35,7 +35,8 @@ from resources import ComputeResource, PipelineResource, StorageResource
 )
 def eval_suite(context: AssetExecutionContext, pipeline: PipelineResource,
                storage: StorageResource) -> MaterializeResult:
-    build = build_eval_suite(storage.store, pipeline.load().decontamination)
+    with storage.locked(context.run.run_id, EVAL_SUITE):
+        build = build_eval_suite(storage.store, pipeline.load().decontamination)
     index = build.metadata
     per = index["per_benchmark"]
     table = "\n".join(f"| {name} | {row['items']} | {row['short_items']} | {row['ngrams']} |"

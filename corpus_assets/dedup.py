@@ -102,23 +102,26 @@ line_dedup = _asset(LINES, [documents], [])
     "URL index, text hashes and, optionally, LSH band buckets; adding a partition processes only "
     "the new one against the index.",
 )
-def cross_dedup(pipeline: PipelineResource, storage: StorageResource) -> MaterializeResult:
+def cross_dedup(context: AssetExecutionContext, pipeline: PipelineResource,
+                storage: StorageResource) -> MaterializeResult:
     started = time.perf_counter()
     config = pipeline.load()
     store = storage.store
     partitions = [p for p in config.partition_keys()
                   if PartitionLayout(store, "documents", p).is_complete()]
-    run = run_cross_dedup(store, partitions, config.dedup, local_index_folder(store))
     layout = PartitionLayout(store, CROSS, "all")
     version = stable_hash({"kernel": KERNEL_VERSION, "settings": config.dedup.model_dump(),
                            "documents": {p: PartitionLayout(store, "documents", p)
                                          .complete_manifest().data_version
                                          for p in partitions}})
-    layout.prepare(version)
-    manifest = Manifest(CROSS, "all", version, [layout.write_part(0, run.rows)],
-                        tables={"decisions": [layout.write_table("decisions", 0, run.decisions)]},
-                        extra={"stats": run.stats.to_dict()})
-    layout.write_manifest(manifest)
+    with storage.locked(context.run.run_id, CROSS):
+        run = run_cross_dedup(store, partitions, config.dedup, local_index_folder(store))
+        layout.prepare(version)
+        manifest = Manifest(CROSS, "all", version, [layout.write_part(0, run.rows)],
+                            tables={"decisions": [layout.write_table("decisions", 0,
+                                                                     run.decisions)]},
+                            extra={"stats": run.stats.to_dict()})
+        layout.write_manifest(manifest)
     metadata = stage_metadata(run.stats, time.perf_counter() - started)
     metadata.update(cluster_metadata(run.stats))
     metadata["partitions_added"] = MetadataValue.json(run.added)

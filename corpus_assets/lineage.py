@@ -47,7 +47,8 @@ def takedowns(storage: StorageResource) -> MaterializeResult:
 )
 def catalog(context: AssetExecutionContext, storage: StorageResource,
             catalog: CatalogResource) -> MaterializeResult:
-    summary = refresh_catalog(storage.store, catalog.path)
+    with storage.locked(context.run.run_id, "catalog"):
+        summary = refresh_catalog(storage.store, catalog.path)
     rows = "\n".join(f"| {name} | {count:,} |" for name, count in sorted(summary.rows.items()))
     context.log.info(f"catalog refreshed at {summary.path} in {summary.seconds:.1f} s")
     return MaterializeResult(

@@ -44,7 +44,8 @@ def quality_classifier(
         manifest = PartitionLayout(store, "documents", partition).read_manifest()
         if manifest is not None:
             inputs[partition] = manifest.data_version
-    run = run_classifier(store, config, inputs)
+    with storage.locked(context.run.run_id, "quality_classifier"):
+        run = run_classifier(store, config, inputs)
     trained = run.trained
     features = "\n".join(
         f"| {hq[0]} | {hq[1]:.3f} | {lq[0]} | {lq[1]:.3f} |"

@@ -55,8 +55,9 @@ def report(context: AssetExecutionContext, pipeline: PipelineResource,
            storage: StorageResource) -> MaterializeResult:
     name = context.partition_key
     store = storage.store
-    built = build_report(store, pipeline.recipe(name))
-    keys = write_report(store, built)
+    with storage.locked(context.run.run_id, REPORT, name):
+        built = build_report(store, pipeline.recipe(name))
+        keys = write_report(store, built)
     data, summary = built.data, built.data["summary"]
     location = store.uri(keys["html"])
     url = Path(location).as_uri() if isinstance(store, LocalStore) else location

@@ -29,10 +29,11 @@ def warc_files(
     layout = PartitionLayout(storage.store, ASSET, partition)
     version = stable_hash({"entry": config.partition_entry(partition).model_dump(mode="json"),
                            "files": [file.__dict__ for file in files]})
-    layout.prepare(version)
-    part = layout.write_part(0, input_files_table(files))
-    manifest = Manifest(ASSET, partition, version, [part])
-    layout.write_manifest(manifest)
+    with storage.locked(context.run.run_id, ASSET, partition):
+        layout.prepare(version)
+        part = layout.write_part(0, input_files_table(files))
+        manifest = Manifest(ASSET, partition, version, [part])
+        layout.write_manifest(manifest)
     total = sum(file.size for file in files)
     listing = "\n".join(f"| {f.location} | {f.size} | {f.sha256[:16]} |" for f in files[:50])
     return MaterializeResult(

@@ -131,7 +131,9 @@ class UrlFilterSettings(_Strict):
 
 
 class DocumentsSettings(_Strict):
-    extractor: Literal["trafilatura", "resiliparse"] = "trafilatura"
+    # hybrid: the fast path, resiliparse main content with boilerplate pruning
+    # (curation/extract_fast.py; F1 and speed in benchmarks/results/extraction_frontier.md).
+    extractor: Literal["trafilatura", "resiliparse", "hybrid"] = "trafilatura"
     trafilatura: TrafilaturaSettings = TrafilaturaSettings()
     timeout_seconds: Annotated[float, Field(gt=0)] = 5.0
     min_html_bytes: Annotated[int, Field(ge=0)] = 100

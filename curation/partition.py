@@ -17,6 +17,10 @@ import pyarrow as pa
 
 from curation.storage import Store, parquet_bytes, read_parquet
 
+# A run's lock on the partition it writes (`curation.tasks.PartitionLock`): clearing the
+# partition for a new version keeps it.
+LOCK_NAME = "_lock"
+
 
 def _quote(partition: str) -> str:
     # `source:NAME` keys stay readable; ':' is legal in S3 keys and POSIX file names.
@@ -126,7 +130,9 @@ class PartitionLayout:
                     for key in markers)
         manifest = self.read_manifest()
         if stale or (manifest is not None and manifest.version != version):
-            self.store.delete_prefix(self.prefix)
+            for key in keys:  # the lock of the run clearing it stays
+                if key.rsplit("/", 1)[-1] != LOCK_NAME:
+                    self.store.delete(key)
             for key in self.store.list(f"rejects/{_quote(self.partition)}"):
                 if key.rsplit("/", 1)[-1].startswith(f"{self.asset}-"):
                     self.store.delete(key)

@@ -22,7 +22,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -30,13 +30,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.executor import map_tasks
-from curation.partition import Manifest, PartFile, PartitionLayout
+from curation.partition import LOCK_NAME, Manifest, PartFile, PartitionLayout
 from curation.schema import sample_rank
 from curation.stats import StageStats
 from curation.storage import Store, read_parquet
 
 MAIN_TABLE = "part"
-LOCK_NAME = "_lock"
 log = logging.getLogger(__name__)
 
 
@@ -330,18 +329,20 @@ class PartitionLock:
 
 
 @contextlib.contextmanager
-def partition_locks(run: PartitionRun, settings: LockSettings | None = None,
-                    run_id: str | None = None) -> Iterator[list[PartitionLock]]:
-    """Holds the lock of every partition `run` writes (in a fixed order, so two runs never
-    deadlock) for the duration of the block."""
+def hold_locks(store: Store, assets: Iterable[str], partition: str,
+               settings: LockSettings | None = None,
+               run_id: str | None = None) -> Iterator[list[PartitionLock]]:
+    """Holds the lock of `partition` of every asset in `assets` (in a fixed order, so two runs
+    never deadlock) for the duration of the block. Single-step stages (mix, shards, cross_dedup,
+    the catalog...) take it directly; `run_partition` takes it for multi-task ones."""
     settings = settings or LockSettings.from_env()
     run_id = run_id or new_run_id()
     held: list[PartitionLock] = []
     try:
-        for asset in sorted({run.asset, *run.also}):
-            layout = PartitionLayout(run.store, asset, run.partition)
-            lock = PartitionLock(run.store, lock_key(layout), f"{asset}[{run.partition}]",
-                                 run_id, settings)
+        for asset in sorted(set(assets)):
+            layout = PartitionLayout(store, asset, partition)
+            lock = PartitionLock(store, lock_key(layout), f"{asset}[{partition}]", run_id,
+                                 settings)
             lock.acquire()
             held.append(lock)
         yield held
@@ -350,45 +351,15 @@ def partition_locks(run: PartitionRun, settings: LockSettings | None = None,
             lock.release()
 
 
+def partition_locks(run: PartitionRun, settings: LockSettings | None = None,
+                    run_id: str | None = None) -> contextlib.AbstractContextManager[
+                        list[PartitionLock]]:
+    """The locks of every partition `run` writes."""
+    return hold_locks(run.store, (run.asset, *run.also), run.partition, settings, run_id)
+
+
 def lock_key(layout: PartitionLayout) -> str:
     return f"{layout.prefix}/{LOCK_NAME}"
-
-
-@dataclass(frozen=True)
-class _KeepingLocks:
-    """The store as `PartitionLayout.prepare` sees it: lock objects are neither listed nor
-    cleared, so clearing a partition for a new version keeps the lock this run holds."""
-
-    store: Store
-
-    @property
-    def root(self) -> str:
-        return self.store.root
-
-    def uri(self, key: str) -> str:
-        return self.store.uri(key)
-
-    def exists(self, key: str) -> bool:
-        return self.store.exists(key)
-
-    def read_bytes(self, key: str) -> bytes:
-        return self.store.read_bytes(key)
-
-    def write_bytes(self, key: str, data: bytes) -> None:
-        self.store.write_bytes(key, data)
-
-    def delete(self, key: str) -> None:
-        self.store.delete(key)
-
-    def list(self, prefix: str) -> list[str]:
-        return [key for key in self.store.list(prefix)
-                if key.rsplit("/", 1)[-1] != LOCK_NAME]
-
-    def delete_prefix(self, prefix: str) -> int:
-        keys = self.list(prefix)
-        for key in keys:
-            self.store.delete(key)
-        return len(keys)
 
 
 @dataclass
@@ -424,7 +395,7 @@ def run_partition(
                 on_task_done(result, finished, total)
 
         for asset in (run.asset, *run.also):
-            PartitionLayout(_KeepingLocks(run.store), asset, run.partition).prepare(run.version)
+            PartitionLayout(run.store, asset, run.partition).prepare(run.version)
             _remove_temporaries(run.store, PartitionLayout(run.store, asset, run.partition))
         results = map_tasks(_RunTask(run, work), list(range(task_count)), workers, done)
         stats = sum((result.stats for result in results), StageStats())

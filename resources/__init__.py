@@ -6,6 +6,7 @@ asset to S3 through dagster-aws's `S3Resource`, set in run configuration, not at
 
 
 import os
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -18,6 +19,7 @@ from pydantic import Field, PrivateAttr
 from curation.config import PipelineConfig, RecipeConfig, load_pipeline, load_recipe, recipe_names
 from curation.executor import use_ray
 from curation.storage import InputReader, Store, open_store
+from curation.tasks import PartitionLock, hold_locks
 
 
 class PipelineResource(ConfigurableResource):
@@ -76,6 +78,12 @@ class StorageResource(ConfigurableResource):
     @cached_property
     def reader(self) -> InputReader:
         return InputReader(self._client_factory())
+
+    def locked(self, run_id: str, asset: str,
+               partition: str = "all") -> AbstractContextManager[list[PartitionLock]]:
+        """Holds the lock of one partition of a single-step stage while it writes: a second
+        run waits for it (logging whom it waits for), then gives up naming the holder."""
+        return hold_locks(self.store, [asset], partition, run_id=run_id)
 
 
 class CatalogResource(ConfigurableResource):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import boto3
@@ -15,10 +16,12 @@ from dagster_aws.s3 import S3Resource
 import checks.documents
 import checks.warc_files
 from corpus_assets.documents import documents
+from corpus_assets.main_job import main_run_config, run_main_jobs
 from corpus_assets.warc_files import warc_files
+from curation.config import load_pipeline
 from curation.partition import PartitionLayout
-from curation.storage import S3Store
-from partitions import SNAPSHOT_PARTITIONS_NAME
+from curation.storage import LocalStore, S3Store
+from partitions import RECIPE_PARTITIONS_NAME, SNAPSHOT_PARTITIONS_NAME
 from resources import ComputeResource, PipelineResource, StorageResource
 from tests.conftest import MOTO_CREDENTIALS
 
@@ -29,8 +32,6 @@ FILES = [
     "warc/non_cc/dolma_wget-sample-0001_15responses.warc.gz",
 ]
 CREDENTIALS = MOTO_CREDENTIALS
-
-
 
 
 @pytest.fixture
@@ -81,7 +82,7 @@ documents: {{survival: {{min: 0.3, max: 1.0}}}}
     return path
 
 
-def test_whole_graph_on_s3_with_common_crawl_layout(shared_data, s3, tmp_path) -> None:
+def test_ingest_on_s3_with_common_crawl_layout(shared_data, s3, tmp_path) -> None:
     client = s3.get_client()
     _upload_crawl(client, shared_data)
     resources = {
@@ -134,3 +135,125 @@ def test_store_pickles_with_its_s3_settings(s3_endpoint) -> None:
     store = pickle.loads(pickle.dumps(storage.store))
     store.write_bytes("k", b"v")
     assert store.read_bytes("k") == b"v"
+
+
+# --- the five main jobs on an S3 root ----------------------------------------------------------
+
+SAMPLE_CRAWL = "crawl-data/CC-MAIN-2099-02"
+
+
+def _upload_sample(client, warc: Path) -> None:
+    """SAMPLE-01's WARC files laid out like a Common Crawl snapshot (listing + segments);
+    SAMPLE-02's under a plain prefix."""
+    client.create_bucket(Bucket="sample-crawl")
+    client.create_bucket(Bucket="sample-corpus")
+    paths = []
+    for index, path in enumerate(sorted((warc / "SAMPLE-01").glob("*.warc.gz"))):
+        key = f"{SAMPLE_CRAWL}/segments/1700000000.{index}/warc/{path.name}"
+        client.put_object(Bucket="sample-crawl", Key=key, Body=path.read_bytes())
+        paths.append(key)
+    client.put_object(Bucket="sample-crawl", Key=f"{SAMPLE_CRAWL}/warc.paths.gz",
+                      Body=gzip.compress(("\n".join(paths) + "\n").encode()))
+    for path in sorted((warc / "SAMPLE-02").glob("*.warc.gz")):
+        client.put_object(Bucket="sample-crawl", Key=f"plain/SAMPLE-02/{path.name}",
+                          Body=path.read_bytes())
+
+
+@pytest.fixture(scope="module")
+def s3_sample(sample_run, s3_endpoint, tmp_path_factory):
+    """The README's five main jobs (per_snapshot, models, scores, dataset, lineage) on the
+    built-in sample with the storage root on S3 and the WARC input read from S3, through the
+    default resources: S3 settings come from the standard AWS environment, as in production."""
+    base = tmp_path_factory.mktemp("s3-sample")
+    for name in ("pipeline.yaml", "recipes", "data/sample/sources", "data/sample/evals",
+                 "data/sample/lists"):
+        copy = shutil.copytree if (sample_run.base / name).is_dir() else shutil.copyfile
+        (base / name).parent.mkdir(parents=True, exist_ok=True)
+        copy(sample_run.base / name, base / name)
+    text = (base / "pipeline.yaml").read_text()
+    text = text.replace("warc: {path: data/sample/warc/SAMPLE-01}",
+                        f"warc: {{listing: 's3://sample-crawl/{SAMPLE_CRAWL}/warc.paths.gz', "
+                        "base: 's3://sample-crawl/'}")
+    text = text.replace("warc: {path: data/sample/warc/SAMPLE-02}",
+                        "warc: {s3_prefix: 's3://sample-crawl/plain/SAMPLE-02/'}")
+    assert "data/sample/warc" not in text
+    (base / "pipeline.yaml").write_text(text)
+    client = boto3.client("s3", endpoint_url=s3_endpoint, **CREDENTIALS)
+    _upload_sample(client, sample_run.root / "sample" / "warc")
+
+    environment = {"AWS_ENDPOINT_URL": s3_endpoint, "AWS_ACCESS_KEY_ID": "testing",
+                   "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in environment.items():
+            patch.setenv(name, value)
+        pipeline = load_pipeline(base / "pipeline.yaml")
+        run_config = main_run_config(str(base / "pipeline.yaml"), "s3://sample-corpus/v1",
+                                     workers=2)
+        run_config["resources"]["catalog"] = {"config": {"path": str(base / "catalog.duckdb")}}
+        (base / "home").mkdir()
+        with instance_for_test(temp_dir=str(base / "home")) as instance:
+            instance.add_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME, pipeline.partition_keys())
+            instance.add_dynamic_partitions(RECIPE_PARTITIONS_NAME, ["sample"])
+            runs = run_main_jobs(instance, pipeline.partition_keys(), run_config,
+                                 recipes=["sample"])
+            store = S3Store("s3://sample-corpus/v1", lambda: boto3.client(
+                "s3", endpoint_url=s3_endpoint, **CREDENTIALS))
+            yield {"runs": runs, "store": store, "client": client, "base": base,
+                   "instance": instance}
+
+
+def test_the_main_jobs_run_whole_on_an_s3_root(s3_sample, sample_run) -> None:
+    runs = s3_sample["runs"]
+    assert [(run.job, run.partition) for run in runs] == [
+        (run.job, run.partition) for run in map(_as_job_run, sample_run.results.items())]
+    for run in runs:
+        assert run.result.success, (run.job, run.partition)
+        failed = [e.check_name for e in run.result.get_asset_check_evaluations() if not e.passed]
+        assert failed == [], (run.job, run.partition)
+    keys = [entry["Key"] for page in s3_sample["client"].get_paginator("list_objects_v2")
+            .paginate(Bucket="sample-corpus") for entry in page.get("Contents", [])]
+    assert all(key.startswith("v1/") and not key.endswith((".tmp", "/_lock")) for key in keys)
+    for asset in ("documents", "scrubbed", "quality_scores", "decontaminated", "mix"):
+        assert any(key.startswith(f"v1/{asset}/") for key in keys), asset
+    listed = PartitionLayout(s3_sample["store"], "warc_files", "SAMPLE-01").read_table()
+    assert all(location.startswith(f"s3://sample-crawl/{SAMPLE_CRAWL}/segments/")
+               for location in listed["location"].to_pylist())
+
+
+def test_the_s3_run_yields_the_local_runs_token_stream(s3_sample, sample_run) -> None:
+    # The same WARC bytes from another place: the same documents, selection and tokens.
+    store = s3_sample["store"]
+    local = LocalStore(str(sample_run.root))
+    for asset in ("documents", "scrubbed"):
+        for partition in ("SAMPLE-01", "SAMPLE-02"):
+            ours = PartitionLayout(store, asset, partition).read_table()
+            theirs = PartitionLayout(local, asset, partition).read_table()
+            assert ours.column("doc_id").equals(theirs.column("doc_id")), (asset, partition)
+            assert ours.column("text").equals(theirs.column("text")), (asset, partition)
+    s3_version = PartitionLayout(store, "shards", "sample").complete_manifest().version
+    local_version = PartitionLayout(local, "shards", "sample").complete_manifest().version
+    s3_bin = store.read_bytes(f"shards/{s3_version}/shard-00000.bin")
+    local_bin = (sample_run.root / "shards" / local_version / "shard-00000.bin").read_bytes()
+    assert len(s3_bin) > 10_000 and s3_bin == local_bin
+
+
+def test_lineage_queries_answer_from_an_s3_root(s3_sample) -> None:
+    from curation.catalog import Catalog
+
+    store = s3_sample["store"]
+    version = PartitionLayout(store, "shards", "sample").complete_manifest().version
+    with Catalog(str(s3_sample["base"] / "catalog.duckdb")) as catalog:
+        token = catalog.at_token(version, 0, 100)
+        assert not token.padding and token.document is not None
+        assert token.document.warc_file.startswith("s3://sample-crawl/")
+        assert "documents" in token.passed or "heuristics" in token.passed
+        found = catalog.find_url(token.document.url)
+    assert any(location.doc_id == token.document.doc_id and location.status == "in_dataset"
+               for location in found)
+
+
+def _as_job_run(item):
+    from corpus_assets.main_job import JobRun
+
+    (job, partition), result = item
+    return JobRun(job, partition, result)
