@@ -172,8 +172,9 @@ def _process_record(item: WarcItem, task: Task, settings: DocumentsSettings,
         if kind := sniff_binary(payload):
             raise Rejected("binary_payload", f"{kind} labelled {item.content_type}")
         html, charset = decode_html(payload, item.charset)
-        precheck_language(html, settings.language_precheck, settings.languages)
-        text = extractor.extract(html, item.url)
+        parsed = extractor.parse(html)
+        precheck_language(parsed, settings.language_precheck, settings.languages)
+        text = extractor.extract(html, item.url, parsed)
     except Rejected as rejected:
         out.reject(_STAGE_OF_REASON.get(rejected.reason, "extract"), rejected.reason, item.url,
                    item.offset, str(rejected))

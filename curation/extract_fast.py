@@ -27,6 +27,7 @@ Plain kernel: no Dagster, no state, deterministic output for the same input.
 from __future__ import annotations
 
 from resiliparse.extract.html2text import extract_plain_text
+from resiliparse.parse.html import HTMLTree
 
 # Elements never part of the main text, by concept. Attribute substrings are case-sensitive.
 BOILERPLATE_SELECTORS: tuple[str, ...] = (
@@ -49,7 +50,7 @@ _OPTIONS = {"preserve_formatting": True, "main_content": True, "alt_texts": Fals
             "comments": False, "post_meta": False}
 
 
-def extract_hybrid(html: str) -> str:
+def extract_hybrid(html: str | HTMLTree) -> str:
     """Main text of `html`: resiliparse main content without comments, post metadata, alt texts
     and the boilerplate elements of `BOILERPLATE_SELECTORS`; one line per block.
 

@@ -105,3 +105,14 @@ def test_config_accepts_hybrid_and_names_the_field_of_an_unknown_extractor(tmp_p
     with pytest.raises(ConfigError) as error:
         load_pipeline(bad)
     assert ": documents.extractor" in str(error.value)
+
+
+@pytest.mark.parametrize("name", ["hybrid", "resiliparse"])
+def test_a_page_parsed_once_gives_the_same_text(name: str) -> None:
+    # The documents stage parses a page once for the language pre-check and the extractor.
+    extractor = Extractor(DocumentsSettings(extractor=name))
+    html = _page()
+    parsed = extractor.parse(html)
+    assert not isinstance(parsed, str)
+    assert extractor.extract(html, None, parsed) == extractor.extract(html, None)
+    assert extractor.extract(html, None, parsed) == extractor.extract(html, None, parsed)
