@@ -1,7 +1,8 @@
 """End to end against datatrove: the same corpus and recipe in both systems, side by side.
 
     .venv/bin/python benchmarks/compare.py [--records 10000] [--english-records 5000]
-        [--workers 1 2] [--scaling-base 1000] [--parts main english fast overhead scaling]
+        [--workers 1 2] [--repeats 1] [--scaling-base 1000]
+        [--parts main english fast overhead scaling]
 
 1. Builds (or reuses) two corpora with ``benchmarks/corpus.py`` from the real pages in
    ``../shared/data`` (read in place): a Common-Crawl-like language mix (45% English; the other
@@ -36,7 +37,7 @@ import os
 import platform
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -71,11 +72,13 @@ class Spec:
     workers: int
     mode: str = "graph"  # ours: graph | direct | assets
     extractor: str = "trafilatura"
+    repeat: int = 0
 
     @property
     def name(self) -> str:
         extra = "" if self.system == "datatrove" else f"-{self.mode}-{self.extractor}"
-        return f"{self.system}{extra}-{self.corpus}-w{self.workers}"
+        again = f"-r{self.repeat}" if self.repeat else ""
+        return f"{self.system}{extra}-{self.corpus}-w{self.workers}{again}"
 
 
 def _command(spec: Spec, input_dir: Path, work: Path) -> list[str]:
@@ -109,6 +112,15 @@ def run(spec: Spec, input_dir: Path, fresh: set[str], log: Any) -> dict[str, Any
     log(f"  {spec.name}: {record['wall']:.1f} s, {record['result']['docs_in']} docs in, "
         f"{record['result']['docs_out']} out")
     return record
+
+
+def run_median(spec: Spec, input_dir: Path, fresh: set[str], log: Any,
+               repeats: int) -> dict[str, Any]:
+    """The repeat with the median wall time, with every repeat's wall under `walls`."""
+    records = [run(replace(spec, repeat=repeat), input_dir, fresh, log)
+               for repeat in range(repeats)]
+    median = sorted(records, key=lambda record: record["wall"])[(len(records) - 1) // 2]
+    return {**median, "walls": [record["wall"] for record in records]}
 
 
 def _record(spec: Spec, measured: Measured) -> dict[str, Any]:
@@ -227,6 +239,9 @@ def main_table(records: dict[int, tuple[dict, dict]]) -> list[str]:
     add("**end to end: docs/s** (records in / process wall)",
         lambda r: r["result"]["docs_in"] / r["wall"])
     add("end to end: wall s (lower is better)", lambda r: r["wall"], higher_is_better=False)
+    if any("walls" in record for pair in records.values() for record in pair):
+        lines.append("| every repeat's wall s (the median one is shown) |" + "".join(
+            f" {_walls(dt)} | {_walls(us)} | |" for dt, us in records.values()))
     add("CPU s, whole process tree (lower is better)", lambda r: r["cpu"],
         higher_is_better=False)
     add("peak RSS MB, process tree (lower is better)", lambda r: r["peak_rss_mb"],
@@ -238,6 +253,10 @@ def main_table(records: dict[int, tuple[dict, dict]]) -> list[str]:
     add("tokens out (GPT-2, EOS included)", lambda r: r["result"]["tokens_out"], fmt="{:,}")
     add("others' load during the run, cores", lambda r: r["other_load"], fmt="{:.2f}")
     return lines
+
+
+def _walls(record: dict[str, Any]) -> str:
+    return ", ".join(f"{wall:.1f}" for wall in record.get("walls", [record["wall"]]))
 
 
 def fast_table(datatrove: dict[int, dict], fast: dict[tuple[str, int], dict],
@@ -354,6 +373,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="records at 1x (a multiple of the corpus's 500 records a file)")
     parser.add_argument("--scaling-workers", type=int, default=2)
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="main part: runs per cell (the median is shown)")
+    parser.add_argument("--repeat-workers", type=int, nargs="*", default=[1, 2],
+                        help="the worker counts --repeats applies to")
     parser.add_argument("--fresh", nargs="*", choices=("ours", "datatrove"), default=[],
                         help="re-run these systems' cached runs")
     return parser.parse_args(argv)
@@ -376,32 +399,32 @@ def main(argv: list[str] | None = None) -> int:
            f"{os.getloadavg()[0]:.2f}.", "",
            f"- language-mixed corpus: {corpus_summary(mixed)}"]
     datatrove_mixed: dict[int, dict] = {}
+    pairs: dict[int, tuple[dict, dict]] = {}
     if "main" in args.parts or "fast" in args.parts:
-        pairs = {}
         for workers in args.workers:
-            datatrove_mixed[workers] = run(Spec("datatrove", mixed.name, workers), mixed,
-                                           fresh, log)
+            repeats = args.repeats if workers in args.repeat_workers else 1
+            datatrove_mixed[workers] = run_median(Spec("datatrove", mixed.name, workers), mixed,
+                                                  fresh, log, repeats)
             if "main" in args.parts:
-                pairs[workers] = (datatrove_mixed[workers],
-                                  run(Spec("ours", mixed.name, workers), mixed, fresh, log))
+                pairs[workers] = (datatrove_mixed[workers], run_median(
+                    Spec("ours", mixed.name, workers), mixed, fresh, log, repeats))
         if pairs:
             out += ["", "## Common-Crawl-like language mix, recipe targets English", "",
                     *main_table(pairs)]
     if "english" in args.parts:
         english = corpus_dir(args.english_records, 1.0, log)
         out += ["", f"- English-only corpus: {corpus_summary(english)}"]
-        pairs = {workers: (run(Spec("datatrove", english.name, workers), english, fresh,
-                               log),
-                           run(Spec("ours", english.name, workers), english, fresh, log))
-                 for workers in args.workers}
-        out += ["", "## English-only corpus", "", *main_table(pairs)]
+        english_pairs = {
+            workers: (run(Spec("datatrove", english.name, workers), english, fresh, log),
+                      run(Spec("ours", english.name, workers), english, fresh, log))
+            for workers in args.workers}
+        out += ["", "## English-only corpus", "", *main_table(english_pairs)]
     if "fast" in args.parts:
         fast = {(extractor, workers): run(Spec("ours", mixed.name, workers,
                                                extractor=extractor), mixed, fresh, log)
                 for extractor in args.fast_extractors for workers in args.workers}
         scores = extraction_f1(["trafilatura", *args.fast_extractors])
-        trafilatura = {(("trafilatura", w)): run(Spec("ours", mixed.name, w), mixed, set(), log)
-                       for w in args.workers if "main" in args.parts}
+        trafilatura = {("trafilatura", workers): pair[1] for workers, pair in pairs.items()}
         out += ["", "## Fast extraction paths (language-mixed corpus)", "",
                 *fast_table(datatrove_mixed, {**trafilatura, **fast}, scores)]
     if "overhead" in args.parts:

@@ -3,6 +3,7 @@
 
 from dagster import AssetExecutionContext, DataVersion, MaterializeResult, MetadataValue, asset
 
+from checks.expectations import import_in_background
 from corpus_assets.metadata import samples_preview, stage_metadata, task_logger
 from corpus_assets.warc_files import ASSET as WARC_FILES
 from corpus_assets.warc_files import warc_files
@@ -37,6 +38,8 @@ def documents(
     source_config = entry if isinstance(entry, SourceConfig) else None
     settings = config.documents
     version = run_version(settings, locations, entry, [row["sha256"] for row in inputs])
+    if compute.workers > 0:  # this process waits on the workers: import the contract's GX now
+        import_in_background()
 
     run = run_documents(
         partition,
