@@ -110,7 +110,7 @@ def run(spec: Spec, input_dir: Path, fresh: set[str], log: Any) -> dict[str, Any
     shutil.rmtree(work, ignore_errors=True)
     cached.write_text(json.dumps(record, indent=1))
     log(f"  {spec.name}: {record['wall']:.1f} s, {record['result']['docs_in']} docs in, "
-        f"{record['result']['docs_out']} out")
+        f"{record['result'].get('docs_out', '-')} out")
     return record
 
 
@@ -394,9 +394,10 @@ def main(argv: list[str] | None = None) -> int:
     mixed = corpus_dir(args.records, 0.45, log)
     out = [f"# End to end against datatrove: {started:%Y-%m-%d %H:%M} UTC", "",
            f"Command: `.venv/bin/python benchmarks/compare.py {' '.join(argv or sys.argv[1:])}`"
-           f" (method: its docstring). Machine: {os.cpu_count()} cores (shared, noisy: one run "
-           f"per cell), Python {platform.python_version()}, load average before "
-           f"{os.getloadavg()[0]:.2f}.", "",
+           f" (method: its docstring). Machine: {os.cpu_count()} cores (shared, noisy), "
+           f"Python {platform.python_version()}, load average before "
+           f"{os.getloadavg()[0]:.2f}. Runs per cell: {args.repeats} (median shown) at "
+           f"{args.repeat_workers} workers in the first table, else one.", "",
            f"- language-mixed corpus: {corpus_summary(mixed)}"]
     datatrove_mixed: dict[int, dict] = {}
     pairs: dict[int, tuple[dict, dict]] = {}

@@ -15,7 +15,6 @@ from corpus_assets.gates import require_passing_gates
 from corpus_assets.metadata import samples_preview, stage_metadata, task_logger
 from curation.annotate import DocumentsInput
 from curation.scrub_stage import ASSET, KERNEL_VERSION, run_scrubbed
-from curation.tasks import pick_samples
 from partitions import snapshot_partitions
 from resources import ComputeResource, PipelineResource, StorageResource
 
@@ -42,16 +41,15 @@ def scrubbed(
     for upstream in ("documents", "heuristics", "line_dedup"):
         require_passing_gates(context, upstream, partition)
     settings = pipeline.load().pii
+    path = f"samples/{ASSET}/{partition}.jsonl"
     result = run_scrubbed(DocumentsInput(storage.store, partition), settings, compute.workers,
-                          task_logger(context, partition))
+                          task_logger(context, partition), samples=(SAMPLE_SIZE, path))
     stats = result.stats
     metadata = stage_metadata(stats, result.wall_seconds)
     for kind in settings.enabled:
         metadata[f"pii.{kind}"] = MetadataValue.int(stats.counts.get(f"pii.{kind}", 0))
     for key in ("documents_with_pii", "documents_edited", "lines_removed", "cuts"):
         metadata[key] = MetadataValue.int(stats.counts.get(key, 0))
-    path = f"samples/{ASSET}/{partition}.jsonl"
-    samples = pick_samples(storage.store, result.results, SAMPLE_SIZE, path)
-    metadata.update(samples_preview(samples, storage.store.uri(path)))
+    metadata.update(samples_preview(result.samples, storage.store.uri(path)))
     return MaterializeResult(metadata=metadata,
                              data_version=DataVersion(result.manifest.data_version))

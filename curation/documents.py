@@ -37,7 +37,6 @@ from curation.tasks import (
     PartitionRun,
     TaskOutput,
     TaskResult,
-    pick_samples,
     run_partition,
     sample_candidates,
 )
@@ -350,8 +349,7 @@ def run_documents(
                   for index, location in enumerate(warc_files))
     work = DocumentsWork(tasks, settings, reader or InputReader())
     result = run_partition(PartitionRun(store, ASSET, snapshot, version), len(tasks), work,
-                           workers, on_task_done, lock=lock, run_id=run_id)
-    samples = pick_samples(store, result.results, settings.sample_size,
-                           f"samples/{ASSET}/{snapshot}.jsonl")
-    return DocumentsRun(result.manifest, result.stats, samples, result.wall_seconds,
+                           workers, on_task_done, lock=lock, run_id=run_id,
+                           samples=(settings.sample_size, f"samples/{ASSET}/{snapshot}.jsonl"))
+    return DocumentsRun(result.manifest, result.stats, result.samples, result.wall_seconds,
                         result.results)

@@ -8,6 +8,7 @@ part of a version.
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import TypeVar
@@ -40,6 +41,14 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(_PRELOAD)
     return context
+
+
+def _adopt(environment: dict[str, str], cwd: str) -> None:
+    """A forked worker takes the caller's environment and working directory as they are now,
+    as a spawned one would (the fork server has those of its own start)."""
+    os.environ.clear()
+    os.environ.update(environment)
+    os.chdir(cwd)
 
 
 def _call(fn: Callable[[T], R], task: T) -> R:
@@ -94,7 +103,8 @@ def map_tasks(
                 on_done(results[position], position + 1, total)
         return results  # type: ignore[return-value]
     with ProcessPoolExecutor(max_workers=min(workers, max(total, 1)),
-                             mp_context=_pool_context()) as pool:
+                             mp_context=_pool_context(), initializer=_adopt,
+                             initargs=(dict(os.environ), os.getcwd())) as pool:
         futures = {pool.submit(fn, task): position for position, task in enumerate(tasks)}
         try:
             for done, future in enumerate(as_completed(futures), start=1):

@@ -120,7 +120,8 @@ class ScrubWork:
 
 
 def run_scrubbed(documents: DocumentsInput, settings: PiiSettings, workers: int,
-                 on_task_done: Any = None) -> PartitionResult:
+                 on_task_done: Any = None, samples: tuple[int, str] | None = None
+                 ) -> PartitionResult:
     store, partition = documents.store, documents.partition
     upstream = {name: PartitionLayout(store, name, partition).complete_manifest().data_version
                 for name in (HEURISTICS, LINE_DEDUP)}
@@ -128,4 +129,4 @@ def run_scrubbed(documents: DocumentsInput, settings: PiiSettings, workers: int,
                            "documents": documents.data_version(), **upstream})
     run = PartitionRun(store, ASSET, partition, version)
     return run_partition(run, documents.task_count(), ScrubWork(documents, settings), workers,
-                         on_task_done)
+                         on_task_done, samples=samples)

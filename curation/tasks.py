@@ -368,6 +368,7 @@ class PartitionResult:
     stats: StageStats
     results: list[TaskResult]
     wall_seconds: float
+    samples: list[dict[str, Any]] = field(default_factory=list)
 
 
 def run_partition(
@@ -380,9 +381,11 @@ def run_partition(
     *,
     lock: LockSettings | None = None,
     run_id: str | None = None,
+    samples: tuple[int, str] | None = None,
 ) -> PartitionResult:
     """Runs (or resumes) every task of a partition and writes its manifest last, holding the
-    partition's lock throughout."""
+    partition's lock throughout. `samples` = (size, key): spot-check samples are drawn from the
+    parts before the lock is released (the next run may clear them)."""
     started = time.perf_counter()
     with partition_locks(run, lock, run_id) as held:
         def check_locks() -> None:
@@ -406,7 +409,8 @@ def run_partition(
         manifest = _manifest(run, run.asset, results, {"stats": stats.to_dict(), **(extra or {})})
         check_locks()
         run.layout.write_manifest(manifest)
-    return PartitionResult(manifest, stats, results, time.perf_counter() - started)
+        picked = pick_samples(run.store, results, *samples) if samples else []
+    return PartitionResult(manifest, stats, results, time.perf_counter() - started, picked)
 
 
 def _remove_temporaries(store: Store, layout: PartitionLayout) -> None:

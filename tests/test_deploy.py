@@ -6,7 +6,6 @@ partition at a time."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import os
 import pwd
@@ -122,9 +121,6 @@ def test_instance_example_needs_its_credentials(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_k8s_launcher_config_validates(monkeypatch: pytest.MonkeyPatch) -> None:
-    if importlib.util.find_spec("dagster_k8s") is None:
-        pytest.skip("dagster-k8s is not installed (not in uv.lock; production images add "
-                    "dagster-k8s==0.29.27); the launcher's names are checked without it")
     _set_env(monkeypatch, INSTANCE_ENV)
     config, _ = dagster_instance_config(str(DEPLOY))
     launcher = _process_class_config(config["run_launcher"])
