@@ -6,8 +6,6 @@ Only these depend on a recipe, so a recipe change re-runs them and nothing upstr
 from collections import Counter
 
 from dagster import (
-    AllPartitionMapping,
-    AssetDep,
     AssetExecutionContext,
     DataVersion,
     MaterializeResult,
@@ -35,18 +33,14 @@ from curation.mix_stage import (
 )
 from curation.partition import PartitionLayout
 from curation.shards import BuildInfo
-from partitions import recipe_partitions
+from partitions import every_partition, recipe_partitions
 from resources import ComputeResource, PipelineResource, StorageResource
-
-
-def _all(name: str) -> AssetDep:
-    return AssetDep(name, partition_mapping=AllPartitionMapping())
 
 
 @asset(
     name=TOKENIZER,
     partitions_def=recipe_partitions,
-    deps=[_all("scrubbed")],
+    deps=[every_partition("scrubbed")],
     group_name="dataset",
     code_version=TOKENIZER_CODE_VERSION,
     description="The recipe's tokenizer: a pinned tokenizer.json, or a byte-level BPE trained on "
@@ -82,7 +76,7 @@ def _shares_table(shares: list[dict]) -> MetadataValue:
 @asset(
     name=MIX,
     partitions_def=recipe_partitions,
-    deps=[*map(_all, INPUT_ASSETS), "cross_dedup", "takedowns", TOKENIZER],
+    deps=[*map(every_partition, INPUT_ASSETS), "cross_dedup", "takedowns", TOKENIZER],
     group_name="dataset",
     code_version=MIX_CODE_VERSION,
     description="The recipe's selection over the annotated documents (language, heuristics, "
@@ -125,7 +119,7 @@ def mix(context: AssetExecutionContext, pipeline: PipelineResource,
 @asset(
     name=SHARDS,
     partitions_def=recipe_partitions,
-    deps=[MIX, TOKENIZER, _all("scrubbed")],
+    deps=[MIX, TOKENIZER, every_partition("scrubbed")],
     group_name="dataset",
     code_version=SHARDS_CODE_VERSION,
     description="Tokenized, globally shuffled (keyed hash of doc_id and occurrence within each "

@@ -4,8 +4,6 @@
 import time
 
 from dagster import (
-    AllPartitionMapping,
-    AssetDep,
     AssetExecutionContext,
     DataVersion,
     MaterializeResult,
@@ -31,7 +29,7 @@ from curation.dedup_stage import (
 )
 from curation.partition import Manifest, PartitionLayout
 from curation.stats import StageStats
-from partitions import snapshot_partitions
+from partitions import every_partition, snapshot_partitions
 from resources import PipelineResource, StorageResource
 
 
@@ -93,9 +91,8 @@ line_dedup = _asset(LINES, [documents], [])
 
 
 @asset(
-    deps=[AssetDep(url_dedup, partition_mapping=AllPartitionMapping()),
-          AssetDep(exact_dedup, partition_mapping=AllPartitionMapping()),
-          AssetDep(dedup_clusters, partition_mapping=AllPartitionMapping())],
+    deps=[every_partition(url_dedup), every_partition(exact_dedup),
+          every_partition(dedup_clusters)],
     group_name="models",
     code_version=KERNEL_VERSION,
     description="Duplicate links across partitions (web snapshots and curated sources) through a "

@@ -1,8 +1,6 @@
 """`takedowns` (the versioned takedown list) and `catalog` (record-level lineage in DuckDB)."""
 
 from dagster import (
-    AllPartitionMapping,
-    AssetDep,
     AssetExecutionContext,
     DataVersion,
     MaterializeResult,
@@ -12,6 +10,7 @@ from dagster import (
 
 from curation.catalog import refresh_catalog
 from curation.takedowns import current_takedowns
+from partitions import every_partition
 from resources import CatalogResource, StorageResource
 
 CATALOG_CODE_VERSION = "catalog-1"
@@ -35,7 +34,7 @@ def takedowns(storage: StorageResource) -> MaterializeResult:
 
 
 @asset(
-    deps=[AssetDep(name, partition_mapping=AllPartitionMapping())
+    deps=[every_partition(name)
           for name in ("documents", "scrubbed", "decontaminated", "url_dedup", "exact_dedup",
                        "dedup_clusters", "line_dedup", "language", "heuristics", "mix",
                        "shards")] + ["cross_dedup", "takedowns"],

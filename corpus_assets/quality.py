@@ -1,8 +1,6 @@
 """`quality_classifier` (one model for the pipeline) and `quality_scores[snapshot]`."""
 
 from dagster import (
-    AllPartitionMapping,
-    AssetDep,
     AssetExecutionContext,
     DataVersion,
     MaterializeResult,
@@ -22,13 +20,12 @@ from curation.quality_stage import (
     run_scores,
     summarize_scores,
 )
-from partitions import snapshot_partitions
+from partitions import every_partition, snapshot_partitions
 from resources import ComputeResource, PipelineResource, StorageResource
 
 
 @asset(
-    deps=[AssetDep(documents, partition_mapping=AllPartitionMapping()),
-          AssetDep("heuristics", partition_mapping=AllPartitionMapping())],
+    deps=[every_partition(documents), every_partition("heuristics")],
     group_name="models",
     code_version=KERNEL_VERSION,
     description="fastText quality classifier: curated positives against a seeded sample of "

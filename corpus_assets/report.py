@@ -5,8 +5,6 @@ metadata (Markdown tables, numbers to plot across runs, the funnel plot inline).
 from pathlib import Path
 
 from dagster import (
-    AllPartitionMapping,
-    AssetDep,
     AssetExecutionContext,
     DataVersion,
     MaterializeResult,
@@ -29,21 +27,17 @@ from curation.report import (
     write_report,
 )
 from curation.storage import LocalStore
-from partitions import recipe_partitions
+from partitions import every_partition, recipe_partitions
 from resources import PipelineResource, StorageResource
 
 REPORT = "report"
 METADATA_PLOT_DPI = 60  # a smaller copy of the plots for the event log
 
 
-def _all(name: str) -> AssetDep:
-    return AssetDep(name, partition_mapping=AllPartitionMapping())
-
-
 @asset(
     name=REPORT,
     partitions_def=recipe_partitions,
-    deps=[SHARDS, MIX, *map(_all, INPUT_ASSETS), "cross_dedup"],
+    deps=[SHARDS, MIX, *map(every_partition, INPUT_ASSETS), "cross_dedup"],
     group_name="dataset",
     code_version=REPORT_VERSION,
     description="The recipe's funnel report: documents and estimated tokens through every stage "

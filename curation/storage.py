@@ -199,15 +199,20 @@ class LocalStore:
     def read_bytes(self, key: str) -> bytes:
         return self._path(key).read_bytes()
 
-    def write_bytes(self, key: str, data: bytes) -> None:
-        path = self._path(key)
+    @staticmethod
+    def _write_temporary(path: Path, data: bytes) -> Path:
+        """`data` durably in a hidden temporary file beside `path` (not listed), to publish."""
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
         with open(temporary, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        return temporary
+
+    def write_bytes(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        os.replace(self._write_temporary(path, data), path)
 
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
@@ -253,12 +258,7 @@ class LocalStore:
 
     def create_if_absent(self, key: str, data: bytes) -> str | None:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        temporary = self._write_temporary(path, data)
         token = hashlib.sha256(data).hexdigest()
         try:
             os.link(temporary, path)

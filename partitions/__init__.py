@@ -8,7 +8,7 @@ assets (tokenizer, mix, shards) are partitioned by it.
 
 import warnings
 
-from dagster import DynamicPartitionsDefinition, PreviewWarning
+from dagster import AllPartitionMapping, AssetDep, DynamicPartitionsDefinition, PreviewWarning
 
 # Partitioned asset checks (one result per snapshot) are a Dagster preview feature; the gates
 # depend on them, so the warning is acknowledged once here rather than printed on every load.
@@ -21,3 +21,9 @@ snapshot_partitions = DynamicPartitionsDefinition(name=SNAPSHOT_PARTITIONS_NAME)
 RECIPE_PARTITIONS_NAME = "recipe"
 
 recipe_partitions = DynamicPartitionsDefinition(name=RECIPE_PARTITIONS_NAME)
+
+
+def every_partition(asset: object) -> AssetDep:
+    """A dependency on all partitions of `asset` (a pipeline-wide or per-recipe asset reads
+    every snapshot's)."""
+    return AssetDep(asset, partition_mapping=AllPartitionMapping())
