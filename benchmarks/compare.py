@@ -1,7 +1,7 @@
 """End to end against datatrove: the same corpus and recipe in both systems, side by side.
 
     .venv/bin/python benchmarks/compare.py [--records 10000] [--english-records 5000]
-        [--workers 1 2] [--repeats 1] [--scaling-base 1000]
+        [--workers 1 2] [--repeats 1] [--repeat-workers 1 2] [--scaling-base 1000]
         [--parts main english fast overhead scaling]
 
 1. Builds (or reuses) two corpora with ``benchmarks/corpus.py`` from the real pages in
@@ -21,8 +21,9 @@
 4. ``overhead``: the per-snapshot assets as a Dagster job (checks left out) against the same
    kernels called directly, on the full corpus.
 5. ``scaling``: our graph on 1x, 2x, 4x and 8x ``--scaling-base`` records (the first WARC files
-   of the language-mixed corpus), with each stage's peak memory (RSS of the process tree during
-   the step).
+   of the language-mixed corpus), with each stage's peak memory during the step: the worker
+   processes' RSS for the per-document stages, the run process's own for the partition-wide
+   steps (sampled every 0.2 s from /proc).
 
 Runs are cached as JSON under ``benchmarks/.work/compare/`` (``--fresh ours`` or
 ``--fresh datatrove`` re-runs one side's). Prints Markdown tables and writes
@@ -37,6 +38,7 @@ import os
 import platform
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -114,24 +116,40 @@ def run(spec: Spec, input_dir: Path, fresh: set[str], log: Any) -> dict[str, Any
     return record
 
 
-def run_median(spec: Spec, input_dir: Path, fresh: set[str], log: Any,
-               repeats: int) -> dict[str, Any]:
-    """The repeat with the median wall time, with every repeat's wall under `walls`."""
-    records = [run(replace(spec, repeat=repeat), input_dir, fresh, log)
-               for repeat in range(repeats)]
-    median = sorted(records, key=lambda record: record["wall"])[(len(records) - 1) // 2]
-    return {**median, "walls": [record["wall"] for record in records]}
+def run_medians(specs: list[Spec], input_dir: Path, fresh: set[str], log: Any,
+                repeats: int) -> list[dict[str, Any]]:
+    """Each spec's repeat with the median wall time, with every repeat's wall under `walls`.
+
+    Repeats take turns (datatrove, ours, datatrove, ours, ...) so that a slow spell of this
+    shared machine falls on both systems alike rather than on one system's runs."""
+    records: list[list[dict[str, Any]]] = [[] for _ in specs]
+    for repeat in range(repeats):
+        for runs, spec in zip(records, specs, strict=True):
+            runs.append(run(replace(spec, repeat=repeat), input_dir, fresh, log))
+    medians = []
+    for runs in records:
+        median = sorted(runs, key=lambda record: record["wall"])[(len(runs) - 1) // 2]
+        medians.append({**median, "walls": [record["wall"] for record in runs]})
+    return medians
 
 
 def _record(spec: Spec, measured: Measured) -> dict[str, Any]:
     result = measured.result or {}
     windows = result.get("step_windows", {})
-    peaks = {step: max((rss for when, rss in measured.timeline if start <= when <= end),
-                       default=0) / 2**20 for step, (start, end) in windows.items()}
+
+    def peaks(memory: Callable[[int, int], int]) -> dict[str, float]:
+        return {step: max((memory(tree, root) for when, tree, root in measured.timeline
+                           if start <= when <= end), default=0) / 2**20
+                for step, (start, end) in windows.items()}
+
     return {"spec": spec.__dict__, "name": spec.name, "wall": measured.wall_seconds,
             "cpu": measured.cpu_seconds, "peak_rss_mb": measured.peak_rss_bytes / 2**20,
             "peak_pss_mb": measured.peak_pss_bytes / 2**20, "other_load": measured.other_load,
-            "step_peak_rss_mb": peaks, "result": result}
+            "step_peak_rss_mb": peaks(lambda tree, root: tree),
+            # the run process (Dagster, the partition-wide steps) apart from its workers
+            "step_peak_main_mb": peaks(lambda tree, root: root),
+            "step_peak_workers_mb": peaks(lambda tree, root: tree - root),
+            "result": result}
 
 
 # --- per-stage figures --------------------------------------------------------------------------
@@ -239,7 +257,7 @@ def main_table(records: dict[int, tuple[dict, dict]]) -> list[str]:
     add("**end to end: docs/s** (records in / process wall)",
         lambda r: r["result"]["docs_in"] / r["wall"])
     add("end to end: wall s (lower is better)", lambda r: r["wall"], higher_is_better=False)
-    if any("walls" in record for pair in records.values() for record in pair):
+    if any(len(record.get("walls", [])) > 1 for pair in records.values() for record in pair):
         lines.append("| every repeat's wall s (the median one is shown) |" + "".join(
             f" {_walls(dt)} | {_walls(us)} | |" for dt, us in records.values()))
     add("CPU s, whole process tree (lower is better)", lambda r: r["cpu"],
@@ -304,24 +322,57 @@ def overhead_table(direct: dict, assets: dict) -> list[str]:
     return lines
 
 
-SCALING_STEPS = ("documents", "language", "heuristics", "url_dedup", "exact_dedup",
-                 "dedup_clusters", "line_dedup", "scrubbed", "decontaminated", "cross_dedup",
-                 "mix", "shards")
+# Stages whose work runs in the worker processes, one document part a task: their workers'
+# memory should not grow with the partition.
+PER_DOCUMENT_STEPS = ("documents", "language", "heuristics", "scrubbed", "decontaminated")
+# Everything that runs in the run process itself: the partition-wide steps.
+RUN_PROCESS_STEPS = ("url_dedup", "exact_dedup", "dedup_clusters", "line_dedup", "cross_dedup",
+                     "mix", "shards")
 
 
 def scaling_table(runs: dict[int, dict]) -> list[str]:
-    base_factor = min(runs)
-    base = runs[base_factor]
-    lines = ["| input | records | wall s | wall / (factor x 1x wall) | docs/s | "
-             + " | ".join(f"{s} peak MB" for s in SCALING_STEPS) + " |",
-             "|---|---:|---:|---:|---:|" + "---:|" * len(SCALING_STEPS)]
+    records = [record["result"]["docs_in"] for _, record in sorted(runs.items())]
+    walls = [record["wall"] for _, record in sorted(runs.items())]
+    fixed, per_record = _line_fit(records, walls)
+    lines = ["| input | records | wall s | the line a + b x records, s | wall against the line | "
+             "docs/s | peak MB, whole tree |", "|---|---:|---:|---:|---:|---:|---:|"]
     for factor, record in sorted(runs.items()):
-        result = record["result"]
-        linear = record["wall"] / (base["wall"] * factor / base_factor)
-        peaks = record["step_peak_rss_mb"]
-        lines.append(f"| {factor}x | {result['docs_in']:,} | {record['wall']:.1f} | "
-                     f"{linear:.2f} | {result['docs_in'] / record['wall']:.1f} | "
-                     + " | ".join(f"{peaks.get(s, 0):,.0f}" for s in SCALING_STEPS) + " |")
+        docs = record["result"]["docs_in"]
+        line = fixed + per_record * docs
+        lines.append(f"| {factor}x | {docs:,} | {record['wall']:.1f} | {line:.1f} | "
+                     f"{record['wall'] / line - 1:+.1%} | {docs / record['wall']:.1f} | "
+                     f"{record['peak_rss_mb']:,.0f} |")
+    lines += ["", f"Least-squares line: a = {fixed:.1f} s fixed (process start, Dagster, the "
+              f"per-step overheads, the models), b = {per_record * 1000:.2f} ms a record."]
+    lines += ["", "Per-document stages: peak RSS of the worker processes during the step (MB); "
+              "the run process's own peak during the same step in brackets.", "",
+              *_peak_rows(runs, PER_DOCUMENT_STEPS, "step_peak_workers_mb", "step_peak_main_mb"),
+              "", "Partition-wide steps (they run in the run process): its peak RSS during the "
+              "step (MB); - where the step was shorter than one 0.2 s sample.", "",
+              *_peak_rows(runs, RUN_PROCESS_STEPS, "step_peak_main_mb", None)]
+    return lines
+
+
+def _line_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Intercept and slope of the least-squares line through the points."""
+    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = (sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True))
+             / sum((x - mean_x) ** 2 for x in xs))
+    return mean_y - slope * mean_x, slope
+
+
+def _peak_rows(runs: dict[int, dict], steps: tuple[str, ...], key: str,
+               bracket: str | None) -> list[str]:
+    def cell(record: dict, step: str) -> str:
+        peak = record[key].get(step, 0)
+        if not peak:
+            return "-"
+        extra = f" ({record[bracket][step]:,.0f})" if bracket else ""
+        return f"{peak:,.0f}{extra}"
+
+    lines = ["| input | " + " | ".join(steps) + " |", "|---|" + "---:|" * len(steps)]
+    lines += [f"| {factor}x | " + " | ".join(cell(record, step) for step in steps) + " |"
+              for factor, record in sorted(runs.items())]
     return lines
 
 
@@ -374,7 +425,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--scaling-workers", type=int, default=2)
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
     parser.add_argument("--repeats", type=int, default=1,
-                        help="main part: runs per cell (the median is shown)")
+                        help="main and english parts: runs per cell (the median is shown)")
     parser.add_argument("--repeat-workers", type=int, nargs="*", default=[1, 2],
                         help="the worker counts --repeats applies to")
     parser.add_argument("--fresh", nargs="*", choices=("ours", "datatrove"), default=[],
@@ -397,18 +448,20 @@ def main(argv: list[str] | None = None) -> int:
            f" (method: its docstring). Machine: {os.cpu_count()} cores (shared, noisy), "
            f"Python {platform.python_version()}, load average before "
            f"{os.getloadavg()[0]:.2f}. Runs per cell: {args.repeats} (median shown) at "
-           f"{args.repeat_workers} workers in the first table, else one.", "",
+           f"{args.repeat_workers} workers in the first two tables, else one.", "",
            f"- language-mixed corpus: {corpus_summary(mixed)}"]
     datatrove_mixed: dict[int, dict] = {}
     pairs: dict[int, tuple[dict, dict]] = {}
     if "main" in args.parts or "fast" in args.parts:
         for workers in args.workers:
             repeats = args.repeats if workers in args.repeat_workers else 1
-            datatrove_mixed[workers] = run_median(Spec("datatrove", mixed.name, workers), mixed,
-                                                  fresh, log, repeats)
+            specs = [Spec("datatrove", mixed.name, workers)]
             if "main" in args.parts:
-                pairs[workers] = (datatrove_mixed[workers], run_median(
-                    Spec("ours", mixed.name, workers), mixed, fresh, log, repeats))
+                specs.append(Spec("ours", mixed.name, workers))
+            runs = run_medians(specs, mixed, fresh, log, repeats)
+            datatrove_mixed[workers] = runs[0]
+            if "main" in args.parts:
+                pairs[workers] = (runs[0], runs[1])
         if pairs:
             out += ["", "## Common-Crawl-like language mix, recipe targets English", "",
                     *main_table(pairs)]
@@ -416,8 +469,9 @@ def main(argv: list[str] | None = None) -> int:
         english = corpus_dir(args.english_records, 1.0, log)
         out += ["", f"- English-only corpus: {corpus_summary(english)}"]
         english_pairs = {
-            workers: (run(Spec("datatrove", english.name, workers), english, fresh, log),
-                      run(Spec("ours", english.name, workers), english, fresh, log))
+            workers: tuple(run_medians(
+                [Spec("datatrove", english.name, workers), Spec("ours", english.name, workers)],
+                english, fresh, log, args.repeats if workers in args.repeat_workers else 1))
             for workers in args.workers}
         out += ["", "## English-only corpus", "", *main_table(english_pairs)]
     if "fast" in args.parts:

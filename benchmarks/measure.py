@@ -97,8 +97,9 @@ class TreeSampler:
     peak_pss: int = 0
     peak_processes: int = 0
     cpu: dict[tuple[int, int], float] = field(default_factory=dict)
-    # (epoch seconds, summed RSS bytes) of every sample: per-stage peaks from stage windows.
-    timeline: list[tuple[float, int]] = field(default_factory=list)
+    # (epoch seconds, summed RSS bytes, the root process's own RSS bytes) of every sample:
+    # per-stage peaks from stage windows, the root's apart from its children's (workers).
+    timeline: list[tuple[float, int, int]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -121,7 +122,7 @@ class TreeSampler:
         pids = process_tree(self.root)
         self.peak_processes = max(self.peak_processes, len(pids))
         rss = sum(_rss(p) for p in pids)
-        self.timeline.append((time.time(), rss))
+        self.timeline.append((time.time(), rss, _rss(self.root)))
         self.peak_rss = max(self.peak_rss, rss)
         self.peak_pss = max(self.peak_pss, sum(_pss(p) for p in pids))
         for sample in filter(None, map(_cpu, pids)):
@@ -146,7 +147,7 @@ class Measured:
     machine_busy_seconds: float
     result: dict[str, Any] | None
     log_path: Path
-    timeline: list[tuple[float, int]] = field(default_factory=list)
+    timeline: list[tuple[float, int, int]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -23,7 +23,7 @@ from curation.shards import verify_shards
 from curation.storage import Store, read_parquet
 from curation.takedowns import load_tombstones
 from partitions import recipe_partitions
-from resources import PipelineResource, StorageResource
+from resources import ComputeResource, PipelineResource, StorageResource
 
 
 @asset_check(asset=MIX, blocking=True, partitions_def=recipe_partitions,
@@ -77,10 +77,12 @@ def mix_has_no_residual_contamination(
              description="A re-scan of the selected, edited text for PII, by a matcher written "
              "apart from the scrubber, finds none of the enabled types.")
 def mix_has_no_residual_pii(
-    context: AssetCheckExecutionContext, pipeline: PipelineResource, storage: StorageResource
+    context: AssetCheckExecutionContext, pipeline: PipelineResource, storage: StorageResource,
+    compute: ComputeResource,
 ) -> AssetCheckResult:
     name = context.op_execution_context.partition_key
-    return residual_pii_result(_selected_texts(storage.store, name), pipeline.load().pii)
+    return residual_pii_result(_selected_texts(storage.store, name), pipeline.load().pii,
+                               compute.workers)
 
 
 @asset_check(asset=SHARDS, blocking=True, partitions_def=recipe_partitions,

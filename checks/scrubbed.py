@@ -12,7 +12,7 @@ from dagster import (
 from checks.rescan import residual_pii_result, sample_texts
 from curation.partition import PartitionLayout
 from partitions import snapshot_partitions
-from resources import PipelineResource, StorageResource
+from resources import ComputeResource, PipelineResource, StorageResource
 
 
 @asset_check(asset="scrubbed", blocking=True, partitions_def=snapshot_partitions,
@@ -41,9 +41,10 @@ def scrubbed_covers_documents(
              description="A re-scan of a sample of the scrubbed text, by a PII matcher written "
              "independently of the scrubber, finds nothing of the enabled types.")
 def scrubbed_has_no_residual_pii(
-    context: AssetCheckExecutionContext, pipeline: PipelineResource, storage: StorageResource
+    context: AssetCheckExecutionContext, pipeline: PipelineResource, storage: StorageResource,
+    compute: ComputeResource,
 ) -> AssetCheckResult:
     partition = context.op_execution_context.partition_key
     rows = PartitionLayout(storage.store, "scrubbed", partition).read_table(["doc_id", "text"])
     sample = sample_texts(rows["doc_id"].to_pylist(), rows["text"].to_pylist())
-    return residual_pii_result(sample, pipeline.load().pii)
+    return residual_pii_result(sample, pipeline.load().pii, compute.workers)

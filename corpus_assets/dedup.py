@@ -30,7 +30,7 @@ from curation.dedup_stage import (
 from curation.partition import Manifest, PartitionLayout
 from curation.stats import StageStats
 from partitions import every_partition, snapshot_partitions
-from resources import PipelineResource, StorageResource
+from resources import ComputeResource, PipelineResource, StorageResource
 
 
 def cluster_metadata(stats: StageStats) -> dict:
@@ -47,14 +47,14 @@ def cluster_metadata(stats: StageStats) -> dict:
 
 
 def _partition_stage(stage: str, upstream: list[str]):  # noqa: ANN202 - a Dagster asset factory
-    def compute(context: AssetExecutionContext, pipeline: PipelineResource,
-                storage: StorageResource) -> MaterializeResult:
+    def materialize_stage(context: AssetExecutionContext, pipeline: PipelineResource,
+                          storage: StorageResource, compute: ComputeResource) -> MaterializeResult:
         partition = context.partition_key
         require_passing_gates(context, "documents", partition)
         versions = {name: PartitionLayout(storage.store, name, partition)
                     .complete_manifest().data_version for name in upstream}
         result = run_partition_dedup(DocumentsInput(storage.store, partition), stage,
-                                     pipeline.load().dedup, versions)
+                                     pipeline.load().dedup, versions, compute.workers)
         metadata = stage_metadata(result.stats, result.wall_seconds)
         if stage == LINES:
             for key in ("lines", "lines_removed", "frequent_lines", "documents_edited"):
@@ -64,7 +64,7 @@ def _partition_stage(stage: str, upstream: list[str]):  # noqa: ANN202 - a Dagst
         return MaterializeResult(metadata=metadata,
                                  data_version=DataVersion(result.manifest.data_version))
 
-    return compute
+    return materialize_stage
 
 
 DESCRIPTIONS = {

@@ -33,6 +33,7 @@ from curation.dedup import (
     text_hash,
     url_hash,
 )
+from curation.executor import map_tasks
 from curation.partition import PartitionLayout
 from curation.schema import EDIT_SCHEMA, decisions_table
 from curation.stats import StageStats
@@ -132,16 +133,26 @@ def _signatures(store: Store, partition: str) -> pa.Table | list[str]:
 
 
 @dataclass(frozen=True)
+class _PartLineHashes:
+    documents: DocumentsInput
+
+    def __call__(self, part: int) -> pa.Table:
+        table = self.documents.read(part)
+        return line_hash_table(table["doc_id"].to_pylist(), table["text"].to_pylist())
+
+
+@dataclass(frozen=True)
 class LineWork:
+    """One task for the whole partition (a line is frequent across all of it); the lines of
+    each document part are hashed on the workers, most of the stage's time."""
+
     documents: DocumentsInput
     settings: DedupSettings
+    workers: int = 0
 
     def __call__(self, index: int) -> TaskOutput:
-        tables = []
-        for part in range(self.documents.task_count()):
-            table = self.documents.read(part)
-            tables.append(line_hash_table(table["doc_id"].to_pylist(),
-                                          table["text"].to_pylist()))
+        tables = map_tasks(_PartLineHashes(self.documents), range(self.documents.task_count()),
+                           self.workers)
         found = frequent_lines(pa.concat_tables(tables),
                                max_documents=self.settings.line_max_documents,
                                min_chars=self.settings.line_min_chars)
@@ -171,8 +182,8 @@ class LineWork:
 
 
 def run_partition_dedup(documents: DocumentsInput, stage: str, settings: DedupSettings,
-                        upstream_versions: dict[str, str]) -> PartitionResult:
-    work = LineWork(documents, settings) if stage == LINES else ClusterWork(
+                        upstream_versions: dict[str, str], workers: int = 0) -> PartitionResult:
+    work = LineWork(documents, settings, workers) if stage == LINES else ClusterWork(
         documents, stage, settings)
     version = stable_hash({"kernel": KERNEL_VERSION, "stage": stage,
                            "settings": settings.model_dump(mode="json"),

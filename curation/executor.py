@@ -32,7 +32,8 @@ def use_ray(address: str | None) -> None:
 # of imports per stage (py-spy on a 1-worker run of `benchmarks/compare.py`: 3.7 s of worker
 # imports over the run's five pooled stages).
 _PRELOAD = ["curation.documents", "curation.language", "curation.heuristics_stage",
-            "curation.scrub_stage", "curation.decontamination_stage", "curation.quality_stage"]
+            "curation.scrub_stage", "curation.decontamination_stage", "curation.quality_stage",
+            "curation.dedup_stage"]
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:

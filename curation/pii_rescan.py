@@ -30,6 +30,10 @@ _LETTER = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _DIGIT = frozenset("0123456789")
 _NUMBER_CHARS = frozenset("0123456789()+./-")  # what phone tokens are made of
+_NUMBER_RUN = re.compile(r"[0-9()+./-]+")  # a maximal run of _NUMBER_CHARS
+# A whitespace-delimited token holding an ASCII digit: the only ones the number scans read (found
+# by the regex engine rather than by testing every token of the text in Python).
+_NUMERIC_TOKEN = re.compile(r"(?<!\S)(?=[^\s0-9]*[0-9])\S+")
 _HEX_RUN_CHARS = frozenset("0123456789abcdefABCDEF:.")
 _ALNUM = _WORD - {"_"}
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -66,6 +70,16 @@ def residual_pii(
     return [ResidualHit(kind, s, e, text[s:e]) for s, e, kind in sorted(set(found))]
 
 
+def residual_kinds(documents: list[tuple[str, str]], kinds: Iterable[str] = RESCAN_KINDS,
+                   include_private_ips: bool = False,
+                   placeholders: Iterable[str] = DEFAULT_PLACEHOLDERS) -> list[tuple[str, str]]:
+    """(doc_id, kind) of every residual hit in a batch of (doc_id, text): one unit of work for
+    a process pool (a module-level function, so that `functools.partial` of it pickles)."""
+    kinds, placeholders = list(kinds), list(placeholders)
+    return [(doc_id, hit.kind) for doc_id, text in documents
+            for hit in residual_pii(text, kinds, include_private_ips, placeholders)]
+
+
 def _mask(text: str, placeholders: Iterable[str]) -> str:
     """Placeholders overwritten by "|" (same length, so offsets hold)."""
     for placeholder in placeholders:
@@ -76,10 +90,9 @@ def _mask(text: str, placeholders: Iterable[str]) -> str:
 
 def _scans(clean: str, wanted: set[str], private: bool) -> Iterator[Iterable[tuple[int, int, str]]]:
     """One iterable of (start, end, kind) hits per scan."""
-    tokens = [(m.start(), m.group()) for m in re.finditer(r"\S+", clean)]
     if "EMAIL_ADDRESS" in wanted:
         yield _emails(clean)
-    numeric = [(s, t) for s, t in tokens if not t.isalpha() and _DIGIT.intersection(t)]
+    numeric = [(m.start(), m.group()) for m in _NUMERIC_TOKEN.finditer(clean)]
     if "IBAN" in wanted:
         yield _ibans(clean, numeric)
     if "IP_ADDRESS" in wanted:
@@ -155,17 +168,9 @@ def _domain_may_end(clean: str, pos: int) -> bool:
 def _pieces(start: int, token: str) -> Iterator[tuple[int, int]]:
     """Absolute spans of the runs of number characters holding a digit in one whitespace
     token."""
-    i, n = 0, len(token)
-    while i < n:
-        if token[i] not in _NUMBER_CHARS:
-            i += 1
-            continue
-        j = i
-        while j < n and token[j] in _NUMBER_CHARS:
-            j += 1
-        if any(c in _DIGIT for c in token[i:j]):
-            yield start + i, start + j
-        i = j
+    for run in _NUMBER_RUN.finditer(token):
+        if not _DIGIT.isdisjoint(run.group()):
+            yield start + run.start(), start + run.end()
 
 
 def _runs(clean: str, numeric: list[tuple[int, str]]) -> Iterator[list[tuple[int, int]]]:

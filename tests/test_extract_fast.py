@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from curation.config import ConfigError, DocumentsSettings, load_pipeline
-from curation.extract import Extractor, Rejected
+from curation.extract import Extractor, Rejected, check_depth, html_depth
 from curation.extract_fast import extract_hybrid
 
 ARTICLE = [
@@ -116,3 +116,23 @@ def test_a_page_parsed_once_gives_the_same_text(name: str) -> None:
     assert not isinstance(parsed, str)
     assert extractor.extract(html, None, parsed) == extractor.extract(html, None)
     assert extractor.extract(html, None, parsed) == extractor.extract(html, None, parsed)
+
+
+@pytest.mark.parametrize(("html", "depth"), [
+    ("<html><body><div><p>a</p><p>b<b>c</b></p></div></body></html>", 5),
+    # void and self-closed elements do not nest, whatever their attributes hold
+    ("<div><br><img src='a/b.png'><input value=x /><span/><p>x</p></div>", 2),
+    ("<DIV><Div><IMG SRC=x><P>x</P></Div></DIV>", 3),
+    # stray end tags never take the depth below zero
+    ("</p></div><div><div></div></div>", 2),
+    ("<!-- <div><div><div> --><p>x</p>", 4),  # a tag scan, not a parser: comments count
+])
+def test_html_depth_counts_nesting_by_a_tag_scan(html: str, depth: int) -> None:
+    assert html_depth(html) == depth
+
+
+def test_html_depth_stops_once_past_the_limit() -> None:
+    assert html_depth("<div>" * 100, stop=10) == 11
+    with pytest.raises(Rejected, match="nest over 10 deep"):
+        check_depth("<div>" * 100, limit=10)
+    check_depth("<div></div>" * 100, limit=10)  # many tags, shallow: passes

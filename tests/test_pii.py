@@ -481,3 +481,23 @@ def test_standard_library_code_yields_its_authors_addresses_and_little_else():
     assert all(re.fullmatch(r"[\w.%+-]+@[\w.-]+\.[A-Za-z]{2,}", e) for e in emails)
     assert len(emails) <= 100
     assert len(other) <= 6, other
+
+
+def test_the_residual_check_finds_the_same_hits_on_worker_processes_as_in_this_one():
+    from checks.rescan import residual_pii_result
+
+    documents = [(f"doc-{n}", f"Clean text number {n}, version 2.0.{n}.") for n in range(40)]
+    planted = LABELLED[::4][:8]
+    for n, (_, value) in enumerate(planted):
+        documents[n * 5] = (f"doc-{n * 5}", f"Write to us: {value} or visit.")
+    documents.append(("doc-scrubbed", scrub_text("Mail jane.roe@corp.example.com now.")[0]))
+    expected = [[doc_id, hit.kind] for doc_id, text in documents for hit in residual_pii(text)]
+    settings = PiiSettings()
+    here = residual_pii_result(documents, settings, workers=0)
+    pooled = residual_pii_result(documents, settings, workers=2)
+    assert not here.passed and not pooled.passed
+    assert pooled.metadata["documents_scanned"].value == len(documents)
+    # the same hits, in document order, each planted document among them
+    assert here.metadata["where"].value == pooled.metadata["where"].value == expected
+    assert {row[0] for row in expected} == {f"doc-{n * 5}" for n in range(len(planted))}
+    assert pooled.metadata["residual_matches"].value == len(expected)
