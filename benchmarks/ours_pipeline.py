@@ -227,8 +227,6 @@ def counts(root: Path) -> dict[str, Any]:
     out["docs_in"] = stats["candidates"]
     out["docs_extracted"] = stats["docs_out"]
     out["documents_rejects"] = stats.get("rejects", {})
-    # the tasks' own seconds, summed: against the step's wall, what the pool and its tail cost
-    out["documents_task_seconds"] = stats.get("task_seconds")
     for stage in ("language", "heuristics"):
         layout = PartitionLayout(store, stage, SNAPSHOT)
         if layout.is_complete():
