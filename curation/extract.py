@@ -17,6 +17,7 @@ from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import detect_encoding
 from resiliparse.parse.html import HTMLTree
 
+from curation import trafilatura_xpath
 from curation.config import DocumentsSettings, LanguagePrecheck
 from curation.extract_fast import extract_hybrid
 
@@ -253,6 +254,8 @@ class Extractor:
 
             # Its per-page "discarding data" warnings are expected outcomes, counted here.
             logging.getLogger("trafilatura").setLevel(logging.ERROR)
+            # Same output, a third less time: curation/trafilatura_xpath.py.
+            trafilatura_xpath.install()
 
             self._cache = LRUCache(maxsize=4096)
 
