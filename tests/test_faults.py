@@ -436,6 +436,19 @@ if KILL_AT:
 
     storage.os.replace = replace
 
+TASK_DELAY = float(os.environ.get("TASK_DELAY", "0"))
+if TASK_DELAY:
+    # Every documents task takes this much longer (a big WARC file), so that a second run
+    # meets the lock held however fast extraction gets.
+    import curation.documents as documents
+    real_call = documents.DocumentsWork.__call__
+
+    def slow_call(self, index):
+        time.sleep(TASK_DELAY)
+        return real_call(self, index)
+
+    documents.DocumentsWork.__call__ = slow_call
+
 if __name__ == "__main__":
     args = json.loads(sys.argv[1])
     store = LocalStore(args["root"])
@@ -700,7 +713,8 @@ def test_a_second_run_gives_up_on_a_fresh_lock_naming_its_holder(shared_data, tm
     inputs = _inputs(shared_data, tmp_path / "in", [CC_2020, DOLMA0, DOLMA1, CLUEWEB])
     root = tmp_path / "root"
     holder = _runner({"mode": "documents", "root": str(root), "partition": "BUSY",
-                      "inputs": inputs, "run_id": "run-holding-it"}, LOCK_ENV)
+                      "inputs": inputs, "run_id": "run-holding-it"},
+                     {**LOCK_ENV, "TASK_DELAY": "1.5"})
     lock = root / "documents/BUSY/_lock"
     deadline = time.monotonic() + 60
     while not lock.exists():
