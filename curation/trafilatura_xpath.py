@@ -170,7 +170,7 @@ class _StandIn:
 
     table: str
     index: int
-    sha256: str  # the first 16 hex digits of the expression text's
+    sha256: str  # the first 16 hex digits of the expression text's sha256
     build: Callable[[list[re.Pattern[str]]], Matcher]
 
 
