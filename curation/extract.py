@@ -254,7 +254,7 @@ class Extractor:
 
             # Its per-page "discarding data" warnings are expected outcomes, counted here.
             logging.getLogger("trafilatura").setLevel(logging.ERROR)
-            # Same output, a third less time: curation/trafilatura_xpath.py.
+            # Same text, 30% less time (1.42x): curation/trafilatura_xpath.py.
             trafilatura_xpath.install()
 
             self._cache = LRUCache(maxsize=4096)

@@ -195,7 +195,7 @@ def test_extractor_timeout_is_a_counted_reject(shared_data, tmp_path):
     run = run_documents("SLOW", [str(shared_data / CC_2020)], LocalStore(str(tmp_path)),
                         settings, workers=0)
     # The CPU timer fires at the kernel tick's granularity, so a page extracted within the first
-    # tick is kept: with limits from 0.5 ms down to 0.02 ms the same 9 of these 16 time out.
+    # tick is kept: at every limit from 0.5 ms down to 0.02 ms, 9 of these 16 time out.
     assert run.stats.rejects["extract_timeout"] >= 5
     assert run.stats.docs_out >= 1
     assert run.stats.docs_out + run.stats.rejected == run.stats.candidates == 16
