@@ -1,7 +1,8 @@
-"""Quality gates for the dataset assets: the mixture on target, no residual contamination or
-PII in the final selected, edited text (matchers independent of the annotating stages), and
-shard integrity."""
+"""Quality gates for the dataset assets: the mixture the shards deliver on target, no residual
+contamination or PII in the final selected, edited text (matchers independent of the annotating
+stages), and shard integrity."""
 
+import json
 import tempfile
 
 import pyarrow.compute as pc
@@ -14,9 +15,11 @@ from dagster import (
 )
 
 from checks.rescan import residual_pii_result, sample_texts
+from corpus_assets.gates import gate_severity
 from curation.dataset_stage import SHARDS, local_shards, shards_prefix
 from curation.decontamination import ResidualMatcher
 from curation.evals import load_benchmarks
+from curation.mix import delivered_tokens, ran_out_notes, share_failures
 from curation.mix_stage import MIX
 from curation.partition import PartitionLayout
 from curation.shards import verify_shards
@@ -26,18 +29,35 @@ from partitions import recipe_partitions
 from resources import ComputeResource, PipelineResource, StorageResource
 
 
-@asset_check(asset=MIX, blocking=True, partitions_def=recipe_partitions,
-             description="Every source's achieved share of its phase is within one point of "
-             "the recipe's target, unless the source ran out (then the metadata says so).")
+@asset_check(asset=SHARDS, name="mix_shares_on_target", blocking=True,
+             partitions_def=recipe_partitions,
+             description="Every source's share of its phase's tokens in the shards (delivered, "
+             "EOS included: manifest.json tokens_by_phase_source) is within "
+             "gates.mix_share_tolerance of the recipe's target, widened by what whole "
+             "documents allow: half the largest document of each source, over the phase's "
+             "tokens (the mix's fill ends each source within that of its target). A source "
+             "that ran out is exempt (the metadata says so). A warning where gates.severity "
+             "says warn.")
 def mix_shares_on_target(
-    context: AssetCheckExecutionContext, storage: StorageResource
+    context: AssetCheckExecutionContext, pipeline: PipelineResource, storage: StorageResource
 ) -> AssetCheckResult:
     name = context.op_execution_context.partition_key
-    extra = PartitionLayout(storage.store, MIX, name).complete_manifest().extra
+    store = storage.store
+    gates = pipeline.load().gates
+    version = PartitionLayout(store, SHARDS, name).complete_manifest().version
+    manifest = json.loads(store.read_bytes(f"{shards_prefix(version)}/manifest.json"))
+    delivered = delivered_tokens(manifest["tokens_by_phase_source"])
+    shares = PartitionLayout(store, MIX, name).read_table(name="shares")
+    failures = share_failures(shares, gates.mix_share_tolerance, delivered)
+    notes = ran_out_notes(shares)
     return AssetCheckResult(
-        passed=not extra["share_failures"], severity=AssetCheckSeverity.ERROR,
-        metadata={"failures": MetadataValue.json(extra["share_failures"]),
-                  "ran_out": MetadataValue.json(extra["ran_out"])},
+        passed=not failures, severity=gate_severity(gates, "mix_shares_on_target"),
+        description="; ".join(failures) if failures else "every source's delivered share is "
+        "on target",
+        metadata={"failures": MetadataValue.json(failures),
+                  "ran_out": MetadataValue.json(notes),
+                  "delivered": MetadataValue.json(manifest["tokens_by_phase_source"]),
+                  "tolerance": MetadataValue.float(gates.mix_share_tolerance)},
     )
 
 
@@ -67,6 +87,9 @@ def mix_has_no_residual_contamination(
     found = [(texts[r.doc][0], r.benchmark, r.item_id) for r in matcher.scan(t for _, t in texts)]
     return AssetCheckResult(
         passed=not found, severity=AssetCheckSeverity.ERROR,
+        description=f"{len(found)} eval items found in a re-scan of {len(texts)} selected "
+        "documents" + (f" (first: {found[0][1]} item {found[0][2]} in {found[0][0]})"
+                       if found else ""),
         metadata={"documents_scanned": MetadataValue.int(len(texts)),
                   "residual_items": MetadataValue.int(len(found)),
                   "where": MetadataValue.json([list(row) for row in found[:20]])},
@@ -100,6 +123,7 @@ def shards_integrity(
         report = verify_shards(local_shards(store, shards_prefix(version), folder))
     return AssetCheckResult(
         passed=report.ok, severity=AssetCheckSeverity.ERROR,
+        description=f"shards {version}: {report.summary()}",
         metadata={"dataset_version": MetadataValue.text(version),
                   "failed_checks": MetadataValue.json(sorted(report.checks_failed())),
                   "summary": MetadataValue.text(report.summary())},
@@ -122,6 +146,8 @@ def shards_exclude_takedowns(
         if len(gone) else []
     return AssetCheckResult(
         passed=not present, severity=AssetCheckSeverity.ERROR,
+        description=f"{len(present)} taken-down documents in the shards of {version} "
+        f"(takedown list {takedown}, {len(gone)} documents taken down)",
         metadata={"takedown_version": MetadataValue.text(takedown),
                   "taken_down_documents": MetadataValue.int(len(gone)),
                   "still_present": MetadataValue.json(present[:20])},

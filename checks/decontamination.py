@@ -26,6 +26,8 @@ def eval_suite_covers_every_benchmark(
     empty = [name for name in names if per.get(name, {}).get("ngrams", 0) == 0]
     return AssetCheckResult(
         passed=not empty, severity=AssetCheckSeverity.ERROR,
+        description=f"{len(names) - len(empty)} of {len(names)} benchmarks contribute n-grams"
+        + (f"; none from {', '.join(empty)}" if empty else ""),
         metadata={"benchmarks": MetadataValue.int(len(names)),
                   "without_ngrams": MetadataValue.json(empty)},
     )
@@ -49,6 +51,9 @@ def decontaminated_covers_documents(
               and decisions["detail"].null_count == 0)
     return AssetCheckResult(
         passed=bool(passed), severity=AssetCheckSeverity.ERROR,
+        description=f"decontaminated[{partition}]: {rows.num_rows} rows for {len(doc_ids)} "
+        f"documents, {items} items found, {hits.num_rows} hit rows, {decisions.num_rows} "
+        "decisions",
         metadata={"documents": MetadataValue.int(len(doc_ids)),
                   "hits": MetadataValue.int(hits.num_rows),
                   "decisions": MetadataValue.int(decisions.num_rows)},

@@ -11,6 +11,7 @@ from dagster import (
 )
 
 from corpus_assets.dedup import cross_dedup, dedup_clusters, exact_dedup, url_dedup
+from corpus_assets.gates import gate_severity
 from curation.partition import PartitionLayout
 from curation.stats import StageStats
 from partitions import snapshot_partitions
@@ -29,6 +30,9 @@ def _kept_members_valid(storage: StorageResource, asset: str, partition: str) ->
     return AssetCheckResult(
         passed=not missing and not duplicates and decisions.num_rows == rows.num_rows - len(kept),
         severity=AssetCheckSeverity.ERROR,
+        description=f"{asset}[{partition}]: {decisions.num_rows} duplicates of {len(kept)} kept "
+        f"members; {len(missing)} name a kept member not in their cluster, {len(duplicates)} "
+        "name a kept member that is itself a duplicate",
         metadata={"duplicates": MetadataValue.int(decisions.num_rows),
                   "kept_members": MetadataValue.int(len(kept)),
                   "kept_not_in_cluster": MetadataValue.int(len(missing)),
@@ -41,8 +45,12 @@ def _rate_within_bounds(pipeline: PipelineResource, storage: StorageResource, as
     manifest = PartitionLayout(storage.store, asset, partition).complete_manifest()
     stats = StageStats.from_dict(manifest.extra["stats"])
     rate = stats.rejected / stats.candidates if stats.candidates else 0.0
-    limit = pipeline.load().gates.max_duplicate_rate
-    return AssetCheckResult(passed=rate <= limit, severity=AssetCheckSeverity.ERROR,
+    gates = pipeline.load().gates
+    limit = gates.max_duplicate_rate
+    return AssetCheckResult(passed=rate <= limit, severity=gate_severity(gates, f"{asset}_rate"),
+                            description=f"{asset}[{partition}]: duplicate rate {rate:.2%}, "
+                            f"{'within' if rate <= limit else 'over'} gates.max_duplicate_rate "
+                            f"{limit:.2%}",
                             metadata={"duplicate_rate": MetadataValue.float(round(rate, 4)),
                                       "max": MetadataValue.float(limit)})
 
@@ -58,7 +66,8 @@ def _partition_checks(asset_def, name: str):  # noqa: ANN001, ANN202 - a check f
 
     @asset_check(asset=asset_def, name=f"{name}_rate", blocking=True,
                  partitions_def=snapshot_partitions,
-                 description="Duplicate rate within gates.max_duplicate_rate.")
+                 description="Duplicate rate within gates.max_duplicate_rate (a warning "
+                 "where gates.severity says warn).")
     def rate(context: AssetCheckExecutionContext, pipeline: PipelineResource,
              storage: StorageResource) -> AssetCheckResult:
         return _rate_within_bounds(pipeline, storage, name,
@@ -92,5 +101,9 @@ def line_dedup_edits_valid(context: AssetCheckExecutionContext,
     edited = set(edits["doc_id"].to_pylist())
     passed = pc.all(known).as_py() is not False and set(drops["doc_id"].to_pylist()) <= edited
     return AssetCheckResult(passed=bool(passed), severity=AssetCheckSeverity.ERROR,
+                            description=f"line_dedup[{partition}]: {edits.num_rows} edits, "
+                            f"{drops.num_rows} empty_after_edits drops"
+                            + ("" if passed else " (an edit names a document not in the "
+                               "partition, or a drop an unedited document)"),
                             metadata={"edits": MetadataValue.int(edits.num_rows),
                                       "empty_after_edits": MetadataValue.int(drops.num_rows)})

@@ -11,8 +11,10 @@ from dagster import (
 )
 
 from checks.expectations import Expectation, expectations_result, validate
-from corpus_assets.documents import documents
+from corpus_assets.documents import documents, problem_files_metadata
+from corpus_assets.gates import gate_severity
 from curation.config import SOURCE_PREFIX
+from curation.documents import describe_problem_files, partition_problem_files
 from curation.partition import PartitionLayout
 from curation.stats import StageStats
 from partitions import SNAPSHOT_PARTITIONS_NAME, snapshot_partitions
@@ -51,7 +53,7 @@ def documents_contract(
 
 @asset_check(asset=documents, blocking=True, partitions_def=snapshot_partitions,
              description="Extraction survival (documents out / HTML responses in) within the "
-             "pipeline's bounds.")
+             "pipeline's bounds (documents.survival; a warning where gates.severity says warn).")
 def documents_survival(
     context: AssetCheckExecutionContext, pipeline: PipelineResource, storage: StorageResource
 ) -> AssetCheckResult:
@@ -59,17 +61,46 @@ def documents_survival(
     manifest = PartitionLayout(storage.store, "documents", partition).read_manifest()
     if manifest is None:
         return AssetCheckResult(passed=False, severity=AssetCheckSeverity.ERROR,
-                                metadata={"reason": "the partition has no manifest"})
+                                metadata={"reason": "the partition has no manifest"},
+                                description=f"documents[{partition}] has no manifest")
     stats = StageStats.from_dict(manifest.extra["stats"])
-    bounds = pipeline.load().documents.survival
+    config = pipeline.load()
+    bounds = config.documents.survival
     passed = stats.candidates > 0 and bounds.min <= stats.survival <= bounds.max
     return AssetCheckResult(
         passed=passed,
-        severity=AssetCheckSeverity.ERROR,
+        severity=gate_severity(config.gates, "documents_survival"),
+        description=f"{partition}: {stats.docs_out} of {stats.candidates} HTML responses "
+        f"survive extraction ({stats.survival:.2%}), "
+        f"{'within' if passed else 'outside'} documents.survival "
+        f"[{bounds.min:.2%}, {bounds.max:.2%}]",
         metadata={
             "survival_rate": MetadataValue.float(round(stats.survival, 4)),
             "min": MetadataValue.float(bounds.min),
             "max": MetadataValue.float(bounds.max),
             "candidates": MetadataValue.int(stats.candidates),
         },
+    )
+
+
+@asset_check(asset=documents, blocking=True, partitions_def=snapshot_partitions,
+             description="Every input file was read whole: none empty, cut short, unreadable, "
+             "not WARC or without responses (a WET file), beyond gates.max_problem_files "
+             "(default 0). The files and their problems are in the `problem_files` table.")
+def documents_files_readable(
+    context: AssetCheckExecutionContext, pipeline: PipelineResource, storage: StorageResource
+) -> AssetCheckResult:
+    partition = context.op_execution_context.partition_key
+    problems = partition_problem_files(storage.store, partition)
+    files = PartitionLayout(storage.store, "warc_files", partition).complete_manifest().rows
+    config = pipeline.load()
+    allowed = config.gates.max_problem_files
+    passed = len(problems) <= allowed
+    named = f": {describe_problem_files(problems)}" if problems else ""
+    return AssetCheckResult(
+        passed=passed,
+        severity=gate_severity(config.gates, "documents_files_readable"),
+        description=f"{partition}: {len(problems)} of {files} input files could not be read "
+        f"whole{named}; gates.max_problem_files allows {allowed}",
+        metadata=problem_files_metadata(problems),
     )

@@ -75,4 +75,8 @@ def expectations_result(passed: bool, rows: list[dict[str, Any]],
         "failed_expectations": MetadataValue.int(sum(not r["success"] for r in rows)),
     }
     metadata.update(extra or {})
-    return AssetCheckResult(passed=passed, severity=AssetCheckSeverity.ERROR, metadata=metadata)
+    failed = [f"{r['expectation']}({r['column']}): {r['unexpected']} unexpected"
+              + (f", e.g. {', '.join(r['examples'])}" if r["examples"] else "")
+              for r in rows if not r["success"]]
+    return AssetCheckResult(passed=passed, severity=AssetCheckSeverity.ERROR, metadata=metadata,
+                            description="; ".join(failed) or f"all {len(rows)} expectations met")

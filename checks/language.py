@@ -8,6 +8,7 @@ from dagster import (
     asset_check,
 )
 
+from corpus_assets.gates import curated_source, gate_severity
 from corpus_assets.language import language
 from curation.config import SOURCE_PREFIX
 from curation.language import ASSET, drift, language_mix
@@ -23,19 +24,31 @@ def _stats(storage: StorageResource, partition: str) -> StageStats | None:
 
 
 @asset_check(asset=language, blocking=True, partitions_def=snapshot_partitions,
-             description="Fails when the verdict would keep no document of the partition.")
+             description="Fails when the verdict would keep no document of the partition "
+             "(a curated source with filters: curated is not judged: its selection ignores the "
+             "language verdict).")
 def language_keeps_documents(
-    context: AssetCheckExecutionContext, storage: StorageResource
+    context: AssetCheckExecutionContext, pipeline: PipelineResource, storage: StorageResource
 ) -> AssetCheckResult:
-    stats = _stats(storage, context.op_execution_context.partition_key)
+    partition = context.op_execution_context.partition_key
+    stats = _stats(storage, partition)
     kept = stats.docs_out if stats else 0
+    curated = curated_source(pipeline.load(), partition)
+    if curated:
+        return AssetCheckResult(passed=True, metadata={"kept": MetadataValue.int(kept)},
+                                description=f"not judged: source {curated} has filters: "
+                                "curated, so the language verdict drops none of its documents")
     return AssetCheckResult(passed=kept > 0, severity=AssetCheckSeverity.ERROR,
+                            description=f"{partition}: the language verdict keeps {kept} "
+                            "documents" + ("" if kept else " (none: check language.languages "
+                                           "and language.threshold)"),
                             metadata={"kept": MetadataValue.int(kept)})
 
 
 @asset_check(asset=language, partitions_def=snapshot_partitions,
-             description="Warns when the language mix drifts far (total variation distance) "
-             "from that of the next lower snapshot id.")
+             description="Warns when the language mix drifts far (total variation distance, "
+             "language.max_drift) from that of the next lower snapshot id (an error where "
+             "gates.severity says error).")
 def language_drift(
     context: AssetCheckExecutionContext, pipeline: PipelineResource, storage: StorageResource
 ) -> AssetCheckResult:
@@ -43,13 +56,17 @@ def language_drift(
     stats = _stats(storage, partition)
     reference = _previous_snapshot(context, storage, partition)
     if partition.startswith(SOURCE_PREFIX) or stats is None or reference is None:
-        return AssetCheckResult(passed=True, metadata={
+        return AssetCheckResult(passed=True, description="not compared: no lower snapshot with "
+                                "a language mix", metadata={
             "compared_with": MetadataValue.text("nothing: no lower snapshot with a language mix")})
     name, reference_stats = reference
     distance = drift(language_mix(stats), language_mix(reference_stats))
-    limit = pipeline.load().language.max_drift
+    config = pipeline.load()
+    limit = config.language.max_drift
     return AssetCheckResult(
-        passed=distance <= limit, severity=AssetCheckSeverity.WARN,
+        passed=distance <= limit, severity=gate_severity(config.gates, "language_drift"),
+        description=f"{partition}: the language mix is {distance:.3f} (total variation) from "
+        f"{name}'s, {'within' if distance <= limit else 'over'} language.max_drift {limit}",
         metadata={"compared_with": MetadataValue.text(name),
                   "total_variation": MetadataValue.float(round(distance, 4)),
                   "max_drift": MetadataValue.float(limit)},

@@ -34,6 +34,8 @@ def residual_pii_result(sample: list[tuple[str, str]], pii: PiiSettings,
     # Where residual PII was found, never what it is: metadata is visible to every UI user.
     return AssetCheckResult(
         passed=not found, severity=AssetCheckSeverity.ERROR,
+        description=f"{len(found)} residual PII matches in a re-scan of {len(sample)} documents"
+        + (f" (first in {found[0][0]})" if found else ""),
         metadata={"documents_scanned": MetadataValue.int(len(sample)),
                   "residual_matches": MetadataValue.int(len(found)),
                   "where": MetadataValue.json([list(row) for row in found[:20]])},

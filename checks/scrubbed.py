@@ -31,6 +31,8 @@ def scrubbed_covers_documents(
     passed = rows["doc_id"].equals(doc_ids) and decisions.num_rows <= emptied
     return AssetCheckResult(
         passed=bool(passed), severity=AssetCheckSeverity.ERROR,
+        description=f"scrubbed[{partition}]: {rows.num_rows} rows for {len(doc_ids)} documents, "
+        f"{emptied} left empty and {decisions.num_rows} empty_after_edits decisions",
         metadata={"documents": MetadataValue.int(len(doc_ids)),
                   "rows": MetadataValue.int(rows.num_rows),
                   "empty_after_edits": MetadataValue.int(decisions.num_rows)},

@@ -19,6 +19,8 @@ def warc_files_listed(
     unhashed = [row["location"] for row in rows if len(row["sha256"]) != 64]
     return AssetCheckResult(
         passed=bool(rows) and not unhashed,
+        description=f"{partition}: {len(rows)} input files, {len(unhashed)} without a sha256"
+        + ("" if rows else " (no input file listed)"),
         metadata={"files": MetadataValue.int(len(rows)),
                   "unhashed": MetadataValue.int(len(unhashed))},
     )

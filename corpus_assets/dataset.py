@@ -65,7 +65,7 @@ def tokenizer(context: AssetExecutionContext, pipeline: PipelineResource,
 
 
 def _shares_table(shares: list[dict]) -> MetadataValue:
-    lines = ["| phase | source | target share | achieved share | epochs | ran out |",
+    lines = ["| phase | source | target share | planned share | epochs | ran out |",
              "| --- | --- | ---: | ---: | ---: | --- |"]
     lines += [f"| {r['phase']} | {r['source']} | {r['target_share']:.2%} | "
               f"{r['achieved_share']:.2%} | {r['epochs']:.2f} | {'yes' if r['ran_out'] else ''} |"
@@ -80,8 +80,10 @@ def _shares_table(shares: list[dict]) -> MetadataValue:
     group_name="dataset",
     code_version=MIX_CODE_VERSION,
     description="The recipe's selection over the annotated documents (language, heuristics, "
-    "decontamination, edits, quality cutoff, one member per duplicate group), then per-source "
-    "token shares per phase with capped upsampling, then the takedown list (the taken-down "
+    "decontamination, edits, quality cutoff, one member per duplicate group; a curated source "
+    "by its own filter policy), then per-source token shares per phase with capped "
+    "upsampling, planned on exact token counts from the recipe's tokenizer, then the "
+    "takedown list (the taken-down "
     "documents and their duplicates lose their occurrences): one row per document occurrence, "
     "and a selection decision per document.",
 )
@@ -91,7 +93,7 @@ def mix(context: AssetExecutionContext, pipeline: PipelineResource,
     store = storage.store
     with storage.locked(context.run.run_id, MIX, name):
         build = build_and_store_mix(store, name, pipeline.recipe(name),
-                                    load_stored_tokenizer(store, name))
+                                    load_stored_tokenizer(store, name), pipeline.load())
     extra = build.manifest.extra
     shares = PartitionLayout(store, MIX, name).read_table(name="shares").to_pylist()
     metadata = {
@@ -99,11 +101,13 @@ def mix(context: AssetExecutionContext, pipeline: PipelineResource,
         "documents_selected": MetadataValue.int(extra["selected"]),
         "occurrences": MetadataValue.int(build.manifest.rows),
         "target_tokens": MetadataValue.int(extra["total_tokens"]),
-        "estimated_tokens": MetadataValue.int(extra["achieved_tokens"]),
-        "token_estimate": MetadataValue.text(
-            f"{extra['token_estimate']}: bytes per token {extra['bytes_per_token']}"),
+        # exact counts (EOS included): what the shards will hold after the takedowns
+        "tokens": MetadataValue.int(extra["delivered_tokens"]),
+        "token_counts": MetadataValue.text(extra["token_counts"]),
         "selection_funnel": counter_table(Counter(extra["funnel"]), "rule"),
         "shares": _shares_table(shares),
+        # the plan judged like the shards' delivery (mix_shares_on_target, on shards)
+        "planned_share_failures": MetadataValue.json(extra["planned_share_failures"]),
         "ran_out": MetadataValue.json(extra["ran_out"]),
         "takedown_version": MetadataValue.text(extra["takedown_version"]),
         "taken_down_documents": MetadataValue.int(extra["taken_down_documents"]),
@@ -155,7 +159,8 @@ def shards(context: AssetExecutionContext, pipeline: PipelineResource,
     for key, value in sorted(totals.items()):
         if isinstance(value, int):
             metadata[key] = MetadataValue.int(value)
-    for group in ("tokens_by_source", "tokens_by_phase", "tokens_by_licence"):
+    for group in ("tokens_by_source", "tokens_by_phase", "tokens_by_licence",
+                  "tokens_by_phase_source"):
         if group in build.manifest:
             metadata[group] = MetadataValue.json(build.manifest[group])
     return MaterializeResult(metadata=metadata, data_version=DataVersion(version))

@@ -1,14 +1,29 @@
 """`documents[snapshot]`: records to main text in the document contract; rejects logged."""
 
 
-from dagster import AssetExecutionContext, DataVersion, MaterializeResult, MetadataValue, asset
+from dagster import (
+    AssetExecutionContext,
+    DataVersion,
+    MaterializeResult,
+    MetadataValue,
+    TableColumn,
+    TableRecord,
+    TableSchema,
+    asset,
+)
 
 from checks.expectations import import_in_background
 from corpus_assets.metadata import samples_preview, stage_metadata, task_logger
 from corpus_assets.warc_files import ASSET as WARC_FILES
 from corpus_assets.warc_files import warc_files
 from curation.config import SOURCE_PREFIX, SourceConfig, stable_hash
-from curation.documents import KERNEL_VERSION, run_documents, run_version
+from curation.documents import (
+    KERNEL_VERSION,
+    describe_problem_files,
+    partition_problem_files,
+    run_documents,
+    run_version,
+)
 from curation.partition import PartitionLayout
 from curation.schema import WEB_SOURCE
 from curation.versions import library_versions
@@ -59,4 +74,26 @@ def documents(
     metadata["path"] = MetadataValue.path(storage.store.uri(f"documents/{partition}"))
     metadata["rejects_path"] = MetadataValue.path(storage.store.uri(f"rejects/{partition}"))
     metadata["version"] = MetadataValue.text(version)
+    problems = partition_problem_files(storage.store, partition)
+    metadata.update(problem_files_metadata(problems))
+    if problems:
+        context.log.warning(f"documents[{partition}]: {len(problems)} of {len(locations)} input "
+                            f"files gave no documents or only part of theirs: "
+                            f"{describe_problem_files(problems)} (rejects: "
+                            f"{storage.store.uri(f'rejects/{partition}')})")
     return MaterializeResult(metadata=metadata, data_version=DataVersion(run.manifest.data_version))
+
+
+PROBLEM_FILES_SCHEMA = TableSchema(columns=[
+    TableColumn("file", "string", description="the input file"),
+    TableColumn("problem", "string", description="the file-level reject reasons"),
+    TableColumn("message", "string", description="what the reader found"),
+])
+
+
+def problem_files_metadata(problems: list[dict[str, str]]) -> dict[str, MetadataValue]:
+    """`problem_files` (a table: file, problem, message; the CLI's and the UI's warning) and
+    `problem_file_count`; the `documents_files_readable` gate judges the same list."""
+    return {"problem_files": MetadataValue.table([TableRecord(row) for row in problems],
+                                                 PROBLEM_FILES_SCHEMA),
+            "problem_file_count": MetadataValue.int(len(problems))}

@@ -31,9 +31,6 @@ def stage_metadata(stats: StageStats, wall_seconds: float) -> dict[str, Any]:
         "html_bytes": MetadataValue.int(stats.html_bytes),
         "text_bytes": MetadataValue.int(stats.text_bytes),
         "wall_seconds": MetadataValue.float(round(wall_seconds, 2)),
-        "docs_per_second": MetadataValue.float(
-            round(stats.docs_out / wall_seconds, 2) if wall_seconds else 0.0
-        ),
         "tasks_run": MetadataValue.int(stats.tasks_run),
         "tasks_skipped": MetadataValue.int(stats.tasks_skipped),
         "rejects_by_reason": counter_table(stats.rejects, "reason"),
@@ -42,6 +39,9 @@ def stage_metadata(stats: StageStats, wall_seconds: float) -> dict[str, Any]:
     }
     for reason, count in sorted(stats.rejects.items()):
         metadata[f"rejects.{reason}"] = MetadataValue.int(count)
+    # Only when every task ran now: documents of tasks done earlier took no time in this run.
+    if stats.tasks_run and not stats.tasks_skipped and wall_seconds:
+        metadata["docs_per_second"] = MetadataValue.float(round(stats.docs_out / wall_seconds, 2))
     return metadata
 
 

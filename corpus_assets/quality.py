@@ -16,8 +16,11 @@ from curation.annotate import DocumentsInput
 from curation.partition import PartitionLayout
 from curation.quality_stage import (
     KERNEL_VERSION,
+    WITHOUT_CLASSIFIER,
     run_classifier,
     run_scores,
+    skip_classifier,
+    skip_scores,
     summarize_scores,
 )
 from partitions import every_partition, snapshot_partitions
@@ -36,6 +39,11 @@ def quality_classifier(
 ) -> MaterializeResult:
     config = pipeline.load()
     store = storage.store
+    skipped = config.classifier_skipped()
+    if skipped:
+        with storage.locked(context.run.run_id, "quality_classifier"):
+            manifest = skip_classifier(store, skipped)
+        return _skipped_result(skipped, manifest.version)
     inputs = {}
     for partition in config.partition_keys():
         manifest = PartitionLayout(store, "documents", partition).read_manifest()
@@ -78,10 +86,14 @@ def quality_classifier(
     "top fraction per language or those above an absolute score.",
 )
 def quality_scores(
-    context: AssetExecutionContext, storage: StorageResource, compute: ComputeResource
+    context: AssetExecutionContext, pipeline: PipelineResource, storage: StorageResource,
+    compute: ComputeResource,
 ) -> MaterializeResult:
     partition = context.partition_key
     require_passing_gates(context, "documents", partition)
+    skipped = pipeline.load().classifier_skipped()
+    if skipped:
+        return _skipped_result(skipped, skip_scores(storage.store, partition, skipped).version)
     result = run_scores(DocumentsInput(storage.store, partition), compute.workers,
                         task_logger(context, partition))
     summary = summarize_scores(storage.store, partition)
@@ -102,3 +114,14 @@ def quality_scores(
         + "\n".join(rows))
     return MaterializeResult(metadata=metadata,
                              data_version=DataVersion(result.manifest.data_version))
+
+
+def _skipped_result(reason: str, version: str) -> MaterializeResult:
+    """A materialization saying no classifier is configured and what that leaves out."""
+    return MaterializeResult(
+        metadata={
+            "skipped": MetadataValue.text(f"no quality classifier configured: {reason}"),
+            "not_available": MetadataValue.text(WITHOUT_CLASSIFIER),
+        },
+        data_version=DataVersion(version),
+    )

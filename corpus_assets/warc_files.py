@@ -4,7 +4,7 @@
 from dagster import AssetExecutionContext, DataVersion, MaterializeResult, MetadataValue, asset
 
 from curation.config import stable_hash
-from curation.inputs import describe, input_files_table, list_locations
+from curation.inputs import describe, ignored_local_files, input_files_table, list_locations
 from curation.partition import Manifest, PartitionLayout
 from partitions import snapshot_partitions
 from resources import PipelineResource, StorageResource
@@ -35,6 +35,10 @@ def warc_files(
         manifest = Manifest(ASSET, partition, version, [part])
         layout.write_manifest(manifest)
     total = sum(file.size for file in files)
+    ignored = ignored_local_files(config, partition)
+    if ignored:
+        context.log.warning(f"warc_files[{partition}]: {len(ignored)} file(s) in the folder are "
+                            f"not WARC files and were not read: {_names(ignored)}")
     listing = "\n".join(f"| {f.location} | {f.size} | {f.sha256[:16]} |" for f in files[:50])
     return MaterializeResult(
         metadata={
@@ -43,6 +47,13 @@ def warc_files(
             "listing": MetadataValue.md("| file | bytes | sha256 |\n| --- | ---: | --- |\n"
                                         + listing),
             "path": MetadataValue.path(storage.store.uri(layout.prefix)),
+            # Not WARC (.wet.gz, .wat.gz, ...): named so the CLI and the UI can say so.
+            "ignored_files": MetadataValue.json(ignored),
         },
         data_version=DataVersion(manifest.data_version),
     )
+
+
+def _names(paths: list[str], limit: int = 5) -> str:
+    named = ", ".join(path.rsplit("/", 1)[-1] for path in paths[:limit])
+    return named + (f" and {len(paths) - limit} more" if len(paths) > limit else "")

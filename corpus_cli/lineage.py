@@ -58,7 +58,8 @@ def _open_catalog(root: str, catalog: Path | None):  # noqa: ANN202 - a Catalog
 
 @lineage_app.command("url")
 def lineage_url(url: str, root: RootOption = "data", catalog: CatalogOption = None) -> None:
-    """Where a URL (any spelling) or domain is: versions, shards and token ranges, or why not."""
+    """Where a URL (any spelling) or domain is: every dataset version on disk that holds it
+    (current or older), shards and token ranges, or why not."""
     with _open_catalog(root, catalog) as opened:
         found = opened.find_url(url)
         if not found:
@@ -68,13 +69,35 @@ def lineage_url(url: str, root: RootOption = "data", catalog: CatalogOption = No
             typer.echo(location.explain())
 
 
+def _dataset_version(opened, name: str) -> str:  # noqa: ANN001 - a Catalog
+    """A dataset version id, or the current version of the recipe `name`."""
+    versions = opened.dataset_versions()
+    if any(row["dataset_version"] == name for row in versions):
+        return name
+    current = [row["dataset_version"] for row in versions
+               if row["recipe"] == name and row["current"]]
+    return current[0] if current else name
+
+
 @lineage_app.command("token")
-def lineage_token(version: str, shard: str, offset: int, root: RootOption = "data",
-                  catalog: CatalogOption = None) -> None:
-    """The document behind token OFFSET of SHARD (index or name) in dataset VERSION."""
+def lineage_token(
+    version: Annotated[str, typer.Argument(help="A dataset version, or a recipe (its current)")],
+    shard: Annotated[str, typer.Argument(help="Shard index or name (shard-00000)")],
+    offset: Annotated[int, typer.Argument(help="Token offset in the shard, padding counted")],
+    as_json: Annotated[bool, typer.Option("--json", help="Every detail, as JSON")] = False,
+    root: RootOption = "data", catalog: CatalogOption = None,
+) -> None:
+    """The document behind token OFFSET of SHARD in dataset VERSION, in one line: doc_id, URL,
+    source and snapshot, WARC file and offset, phase and token range."""
     with _open_catalog(root, catalog) as opened:
-        where = opened.at_token(version, int(shard) if shard.isdigit() else shard, offset)
-        typer.echo(json.dumps(asdict(where), indent=1, default=str))
+        try:
+            where = opened.at_token(_dataset_version(opened, version),
+                                    int(shard) if shard.isdigit() else shard, offset)
+        except (KeyError, ValueError) as error:
+            typer.secho(str(error.args[0]), fg=typer.colors.RED, err=True)
+            raise typer.Exit(2) from None
+        typer.echo(json.dumps(asdict(where), indent=1, default=str) if as_json
+                   else where.explain())
 
 
 @lineage_app.command("asset")
@@ -146,7 +169,7 @@ def takedown_add(
     pipeline: Annotated[Path, typer.Option(help="pipeline.yaml")] = Path("pipeline.yaml"),
 ) -> None:
     """Record URLs or domains as a new version of the takedown list, then rebuild."""
-    from curation.takedowns import TakedownRequest, add_takedowns, record_audit
+    from curation.takedowns import TakedownRequest, add_takedowns
 
     requests = [TakedownRequest(u, reason, "url") for u in url or []]
     requests += [TakedownRequest(d, reason, "domain") for d in domain or []]
@@ -159,13 +182,7 @@ def takedown_add(
     typer.echo(f"takedown list version {added.version} (#{added.number}): "
                f"{len(added.added)} new entries")
     if rebuild:
-        started = time.perf_counter()
-        versions = rebuild_after_takedown(pipeline, root, workers)
-        record_audit(store, "rebuild", who, datetime.now(UTC),
-                     {"takedown_version": added.version}, versions)
-        for recipe, version in versions.items():
-            typer.echo(f"recipe {recipe}: dataset version {version}")
-        typer.echo(f"rebuilt in {time.perf_counter() - started:.1f} s")
+        _rebuild_and_record(pipeline, root, workers, who, {"takedown_version": added.version})
 
 
 @takedown_app.command("list")
@@ -189,15 +206,48 @@ def takedown_audit(root: RootOption = "data") -> None:
         typer.echo(json.dumps(record, sort_keys=True, default=str))
 
 
+def _rebuild_and_record(pipeline: Path, root: str, workers: int, who: str,
+                        details: dict[str, str]) -> None:
+    from curation.takedowns import record_audit
+
+    started = time.perf_counter()
+    versions = rebuild_after_takedown(pipeline, root, workers)
+    record_audit(_store(root), "rebuild", who, datetime.now(UTC), details, versions)
+    for recipe, version in versions.items():
+        typer.echo(f"recipe {recipe}: dataset version {version}")
+    typer.echo(f"rebuilt in {time.perf_counter() - started:.1f} s")
+
+
+@takedown_app.command("rebuild")
+def takedown_rebuild(
+    who: Annotated[str, typer.Option(help="Who asked (for the audit log)")],
+    root: RootOption = "data",
+    workers: int = 2,
+    pipeline: Annotated[Path, typer.Option(help="pipeline.yaml")] = Path("pipeline.yaml"),
+) -> None:
+    """Rebuild the takedown list, every recipe's dataset (mix, shards, report) and the catalog,
+    as `takedown add` does: after `takedown purge --no-rebuild`."""
+    from curation.takedowns import current_takedowns
+
+    _rebuild_and_record(pipeline, root, workers, who,
+                        {"takedown_version": current_takedowns(_store(root)).version})
+
+
 @takedown_app.command("purge")
 def takedown_purge(
     who: Annotated[str, typer.Option(help="Who runs the purge")],
     delete_old_versions: Annotated[bool, typer.Option(
         help="Also delete dataset versions that still hold the documents")] = False,
+    rebuild: Annotated[bool, typer.Option(
+        help="Rebuild every recipe's dataset and the catalog now (a purge makes them stale)")
+    ] = True,
     root: RootOption = "data",
+    workers: int = 2,
+    pipeline: Annotated[Path, typer.Option(help="pipeline.yaml")] = Path("pipeline.yaml"),
 ) -> None:
-    """Rewrite the intermediate parts and samples without the taken-down text."""
-    from curation.takedowns import load_tombstones, purge
+    """Rewrite the intermediate parts, samples and reports without the taken-down text, then
+    rebuild what the purge made stale."""
+    from curation.takedowns import load_tombstones, purge, versions_holding
 
     store = _store(root)
     tombstones = load_tombstones(store)
@@ -206,9 +256,23 @@ def takedown_purge(
         return
     report = purge(store, tombstones.doc_ids, delete_old_versions=delete_old_versions,
                    who=who, when=datetime.now(UTC))
-    removed = sum(report.rows_removed.values())
-    typer.echo(f"purged {removed} rows from {len(report.rows_removed)} files; deleted "
-               f"versions: {', '.join(report.deleted_versions) or 'none'}")
+    typer.echo(f"purged {report.total_rows_removed} rows from {len(report.rows_removed)} files "
+               "(parts, samples, reports); deleted versions: "
+               f"{', '.join(report.deleted_versions) or 'none'}")
+    if report.needs_rebuild:
+        if rebuild:
+            _rebuild_and_record(pipeline, root, workers, who,
+                                {"takedown_version": tombstones.version, "after": "purge"})
+        else:
+            changed = ", ".join(sorted(report.data_versions))
+            typer.secho(f"the purge changed {changed}: every recipe's dataset (mix, shards, "
+                        "report) and the catalog are stale until rebuilt; run\n  corpus takedown "
+                        f"rebuild --who {who} --root {root} --pipeline {pipeline}",
+                        fg=typer.colors.YELLOW)
+    holding = versions_holding(store, tombstones.doc_ids)
+    if holding:
+        typer.echo(f"older dataset versions still hold their tokens: {', '.join(holding)} "
+                   "(`takedown purge --delete-old-versions` deletes them)")
 
 
 # --- shards ----------------------------------------------------------------------------------
@@ -237,17 +301,91 @@ def shards_verify(version: str, root: RootOption = "data") -> None:
 
 @shards_app.command("inspect")
 def shards_inspect(version: str, sequence: Annotated[int | None, typer.Option(
-        help="Show this sequence's documents and its first tokens")] = None,
-        root: RootOption = "data") -> None:
-    """A dataset version's manifest summary, and optionally one sequence."""
-    from curation.loader import ShardDataset
-
-    folder = _shards_folder(_store(root), version)
+        help="Show this sequence's documents: doc_id, URL, token range and text")] = None,
+        root: RootOption = "data", catalog: CatalogOption = None) -> None:
+    """A dataset version's manifest summary, and optionally the documents of one sequence."""
+    store = _store(root)
+    folder = _shards_folder(store, version)
     manifest = json.loads((folder / "manifest.json").read_text())
     summary = {key: manifest[key] for key in ("version", "dtype", "seq_len", "totals",
                                               "tokens_by_source", "tokens_by_phase")}
     typer.echo(json.dumps(summary, indent=1))
     if sequence is not None:
-        data = ShardDataset(folder)
-        typer.echo(f"sequence {sequence}: boundaries {data.document_boundaries(sequence)}; "
-                   f"first tokens {data[sequence][:32].tolist()}")
+        for line in sequence_documents(store, folder, manifest, sequence,
+                                       _catalog_path(root, catalog)):
+            typer.echo(line)
+
+
+EXCERPT_CHARS = 160
+
+
+def _shard_of(manifest: dict, sequence: int) -> tuple[int, int]:
+    """(shard, sequence within it) of a sequence counted over the whole version."""
+    for index, shard in enumerate(manifest["shards"]):
+        if shard["first_sequence"] <= sequence < shard["first_sequence"] + shard["sequences"]:
+            return index, sequence - shard["first_sequence"]
+    total = manifest["totals"]["sequences"]
+    raise _fail(f"sequence {sequence} is outside {manifest['version']}: valid sequences are 0 "
+                f"to {total - 1}")
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.secho(message, fg=typer.colors.RED, err=True)
+    return typer.Exit(2)
+
+
+def _stored_tokenizer(store, sha256: str):  # noqa: ANN001, ANN202 - Store -> PinnedTokenizer
+    """The recipe tokenizer with this hash, if a `tokenizer` partition still holds it."""
+    from curation.catalog import read_manifests
+    from curation.dataset_stage import load_stored_tokenizer
+
+    for _, manifest in read_manifests(store, ["tokenizer"]):
+        if manifest.extra.get("sha256") == sha256:
+            return load_stored_tokenizer(store, manifest.partition)
+    return None
+
+
+def _urls(catalog_path: Path, doc_ids: list[str]) -> dict[str, str]:
+    from curation.catalog import Catalog
+
+    if not catalog_path.exists():
+        return {}
+    with Catalog(catalog_path) as opened:
+        found = (opened.document(doc_id) for doc_id in dict.fromkeys(doc_ids))
+        return {location.doc_id: location.url for location in found if location is not None}
+
+
+def sequence_documents(store, folder: Path, manifest: dict, sequence: int,  # noqa: ANN001
+                       catalog_path: Path) -> list[str]:
+    """One line per document piece in `sequence` (doc_id, URL, token range, phase) and its text
+    decoded with the version's tokenizer, then the padding."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from curation.loader import ShardDataset
+
+    shard, row = _shard_of(manifest, sequence)
+    spans = pq.read_table(folder / manifest["spans"]["name"])
+    spans = spans.filter(pc.and_(pc.equal(spans["shard"], shard),
+                                 pc.equal(spans["sequence"], row))).sort_by("start")
+    tokens = ShardDataset(folder)[sequence]
+    tokenizer = _stored_tokenizer(store, manifest["tokenizer"]["sha256"])
+    urls = _urls(catalog_path, spans["doc_id"].to_pylist())
+    lines = [f"sequence {sequence} (shard {shard}, its sequence {row}): {spans.num_rows} "
+             "document pieces"]
+    for piece in spans.to_pylist():
+        lines.append(f"  tokens [{piece['start']}, {piece['end']}) {piece['doc_id']} "
+                     f"{urls.get(piece['doc_id'], '(URL: refresh the catalog)')} phase "
+                     f"{piece['phase']} occurrence {piece['occurrence']}")
+        if tokenizer is not None:
+            ids = [t for t in tokens[piece["start"]:piece["end"]].tolist()
+                   if t != manifest["eos_id"]]
+            text = " ".join(tokenizer.decode(ids).split())
+            lines.append(f"    {text[:EXCERPT_CHARS]}{'…' if len(text) > EXCERPT_CHARS else ''}")
+    if tokenizer is None:
+        lines.append(f"  (tokenizer {manifest['tokenizer']['sha256'][:12]} is no longer stored: "
+                     f"first ids {tokens[:32].tolist()})")
+    end = int(spans["end"][-1].as_py()) if spans.num_rows else 0
+    if end < manifest["seq_len"]:
+        lines.append(f"  tokens [{end}, {manifest['seq_len']}) padding")
+    return lines

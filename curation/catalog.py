@@ -6,7 +6,10 @@ calls `refresh_catalog` and is the catalog's only writer.
 yet is created empty, with the same columns):
 
     documents      doc_id, partition, source, url, canonical_url, host, domain, snapshot,
-                   warc_file, warc_offset, fetched_at, charset, html_bytes, licence (never text)
+                   warc_file, warc_offset, fetched_at, charset, html_bytes, licence (never text);
+                   documents a takedown purge took out of `documents` are kept from
+                   `takedowns/purged/` (no text there either), so a URL look-up still finds the
+                   dataset versions on disk that hold them
     decisions      asset, partition, doc_id, stage, verdict, reason, value, detail, kept_doc_id
                    (every asset's `decisions` side table except the mix's)
     rejects        asset, partition, stage, url, warc_file, warc_offset, reason, message
@@ -62,6 +65,7 @@ import pyarrow.parquet as pq
 from curation.partition import Manifest
 from curation.storage import LocalStore, S3Store, Store, read_parquet
 from curation.takedowns import (
+    PURGED,
     SHARDS,
     _dataset_manifests,
     _hosts,
@@ -411,6 +415,32 @@ def _build_caches(con: duckdb.DuckDBPyConnection, reader: _Reader,
     return reused, computed
 
 
+def _purged_files(store: Store, reader: _Reader) -> list[tuple[str, str]]:
+    """`(key, partition)` of every purged-documents file (`curation.takedowns.purge`)."""
+    found = []
+    for key in store.list(PURGED):
+        if key.endswith(".parquet"):
+            partition = reader.read(key, ["partition"])["partition"]
+            if len(partition):
+                found.append((key, partition[0].as_py()))
+    return found
+
+
+def _cache_purged_urls(con: duckdb.DuckDBPyConnection, reader: _Reader,
+                       purged: list[tuple[str, str]]) -> None:
+    """Canonical URLs and hosts of the purged documents (a few: computed on every refresh)."""
+    for key, partition in purged:
+        rows = reader.read(key, ["doc_id", "url"])
+        table = pa.table({
+            "partition": pa.array([partition] * rows.num_rows, pa.string()),
+            "doc_id": rows["doc_id"], "canonical_url": _canonical(rows["url"]),
+            "host": _hosts(rows["url"])}, schema=URL_CACHE_SCHEMA)
+        con.register("_urls", table)
+        con.execute("INSERT INTO url_cache SELECT * FROM _urls u WHERE NOT EXISTS (SELECT 1 "
+                    "FROM url_cache c WHERE c.partition = u.partition AND c.doc_id = u.doc_id)")
+        con.unregister("_urls")
+
+
 def _partitions_table(manifests: list[tuple[str, Manifest]]) -> pa.Table:
     return pa.table({
         "asset": [m.asset for _, m in manifests],
@@ -531,6 +561,8 @@ def _refresh(con: duckdb.DuckDBPyConnection, store: Store, reader: _Reader, path
     manifests = read_manifests(store, assets)
     previous = _previous(con, path)
     reused, computed = _build_caches(con, reader, manifests, previous)
+    purged = _purged_files(store, reader)
+    _cache_purged_urls(con, reader, purged)
     if previous or path.exists():
         try:
             con.execute("DETACH old")
@@ -555,15 +587,22 @@ def _refresh(con: duckdb.DuckDBPyConnection, store: Store, reader: _Reader, path
         by_asset.get("documents", []), "part",
         lambda m: [("partition", m.partition, "VARCHAR")]), DOCUMENT_COLUMNS,
         [("partition", "VARCHAR")])
+    builder.relation("_purged_files", [
+        _Group([key], [("partition", partition, "VARCHAR")]) for key, partition in purged],
+        DOCUMENT_COLUMNS, [("partition", "VARCHAR")])
     kind = "VIEW" if builder.views else "TABLE"
+    # A purged document comes back only if `documents` holds it again (re-extracted).
     con.execute(
         f"CREATE OR REPLACE {kind} documents AS SELECT d.doc_id, d.partition, d.source, d.url, "
         "u.canonical_url, u.host, d.domain, d.snapshot, d.warc_file, d.warc_offset, "
-        "d.fetched_at, d.charset, d.html_bytes, d.licence FROM _documents_files d "
+        "d.fetched_at, d.charset, d.html_bytes, d.licence FROM (SELECT * FROM _documents_files "
+        "UNION ALL SELECT * FROM _purged_files p WHERE NOT EXISTS (SELECT 1 FROM "
+        "_documents_files f WHERE f.doc_id = p.doc_id)) d "
         "LEFT JOIN url_cache u ON u.partition = d.partition AND u.doc_id = d.doc_id"
         + ("" if builder.views else " ORDER BY d.doc_id"))
     if not builder.views:
         con.execute("DROP TABLE _documents_files")
+        con.execute("DROP TABLE _purged_files")
     not_mix = [m for _, m in manifests if m.asset != MIX]
     builder.relation("decisions", groups(not_mix, "decisions", asset_partition),
                      DECISION_COLUMNS, both, order="doc_id")
@@ -733,7 +772,9 @@ class Location:
             where = ", ".join(f"shard {s.shard} tokens [{s.shard_token_start}, "
                               f"{s.shard_token_end})" for s in pieces[:5])
             more = f" and {len(pieces) - 5} more" if len(pieces) > 5 else ""
-            lines.append(f"in {version}: {where}{more}")
+            state = "current" if pieces[0].current else "older version, still on disk"
+            recipe = f"recipe {pieces[0].recipe}, " if pieces[0].recipe else ""
+            lines.append(f"in {version} ({recipe}{state}): {where}{more}")
         for d in self.decisions:
             kept = f", kept copy {d.kept_doc_id}" if d.kept_doc_id else ""
             lines.append(f"{d.stage} [{d.partition}]: {d.verdict} ({d.reason}, "
@@ -764,6 +805,27 @@ class TokenLocation:
     document: Location | None = None
     passed: tuple[str, ...] = ()  # stages that ran on its partition and did not flag it
     flagged: tuple[DecisionRef, ...] = ()  # default-threshold drops the recipe overrode
+
+    def explain(self) -> str:
+        """The answer in one line: the document, where it came from, and its token range."""
+        where = (f"token {self.shard_offset} of shard {self.shard} in {self.dataset_version} "
+                 f"(sequence {self.sequence}, position {self.position})")
+        if self.padding or self.span is None:
+            return f"{where}: padding, no document"
+        doc = self.document
+        span = self.span
+        if doc is None:
+            origin = "document not in the catalog"
+        elif doc.warc_file:
+            origin = (f"source {doc.source}, snapshot {doc.snapshot}, WARC {doc.warc_file} "
+                      f"offset {doc.warc_offset}")
+        else:
+            origin = f"source {doc.source} (curated, no WARC record)"
+        url = doc.url if doc is not None else "?"
+        return (f"{where}: {doc.doc_id if doc else '?'} {url} ({origin}), phase "
+                f"{span.phase}, occurrence {span.occurrence}, the document's token "
+                f"{self.token_in_occurrence}; this piece is shard tokens "
+                f"[{span.shard_token_start}, {span.shard_token_end})")
 
 
 DOC_FIELDS = ("doc_id", "url", "canonical_url", "host", "partition", "source", "snapshot",
@@ -939,22 +1001,34 @@ class Catalog:
         found = self.con.execute("SELECT seq_len FROM dataset_versions WHERE dataset_version = ?",
                                  [dataset_version]).fetchall()
         if not found:
-            raise KeyError(f"no dataset version {dataset_version!r} in the catalog")
+            known = ", ".join(row["dataset_version"] for row in self.dataset_versions())
+            raise KeyError(f"no dataset version {dataset_version!r} in the catalog; versions: "
+                           f"{known or 'none (build a dataset, then refresh the catalog)'}")
         seq_len = int(found[0][0])
         index = self._shard_index(dataset_version, shard)
+        sizes = self.con.execute("SELECT sequences FROM shard_files WHERE dataset_version = ? "
+                                 "AND shard = ?", [dataset_version, index]).fetchall()
+        if not sizes:
+            count = self.con.execute("SELECT count(*) FROM shard_files WHERE dataset_version = ?",
+                                     [dataset_version]).fetchall()[0][0]
+            raise KeyError(f"{dataset_version} has no shard {index}: its shards are 0 to "
+                           f"{count - 1}")
+        sequences = int(sizes[0][0])
         if offset is not None:
+            if not 0 <= offset < sequences * seq_len:
+                raise ValueError(f"token offset {offset} is outside shard {index} of "
+                                 f"{dataset_version}: valid offsets are 0 to "
+                                 f"{sequences * seq_len - 1} ({sequences} sequences of "
+                                 f"{seq_len} tokens)")
             sequence, position = divmod(int(offset), seq_len)
         elif sequence is None or position is None:
             raise ValueError("give offset, or sequence and position")
         if not 0 <= position < seq_len:
-            raise ValueError(f"position {position} is outside a sequence of {seq_len} tokens")
-        sizes = self.con.execute("SELECT sequences FROM shard_files WHERE dataset_version = ? "
-                                 "AND shard = ?", [dataset_version, index]).fetchall()
-        if not sizes:
-            raise KeyError(f"{dataset_version} has no shard {index}")
-        if not 0 <= sequence < int(sizes[0][0]):
-            raise ValueError(f"sequence {sequence} is outside shard {index} "
-                             f"({sizes[0][0]} sequences)")
+            raise ValueError(f"position {position} is outside a sequence of {seq_len} tokens: "
+                             f"valid positions are 0 to {seq_len - 1}")
+        if not 0 <= sequence < sequences:
+            raise ValueError(f"sequence {sequence} is outside shard {index} of "
+                             f"{dataset_version}: valid sequences are 0 to {sequences - 1}")
         shard_offset = sequence * seq_len + position
         rows = self.query(
             "SELECT dataset_version, recipe, current, shard, sequence, start, \"end\", "

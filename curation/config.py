@@ -8,13 +8,17 @@ a source re-versions nothing else.
 
 from __future__ import annotations
 
+import difflib
 import glob
 import hashlib
 import json
 import re
+import types
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+import pycountry
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -28,8 +32,57 @@ SOURCE_PREFIX = "source:"
 SNAPSHOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a configuration: the file, the field, what is wrong, how to fix it."""
+
+    file: str
+    field: str
+    message: str
+    fix: str = ""
+
+    def __str__(self) -> str:
+        text = ": ".join(part for part in (self.file, self.field, self.message) if part)
+        return f"{text}; {self.fix}" if self.fix else text
+
+
 class ConfigError(ValueError):
-    """A configuration file is invalid; the message names the file, the field and the reason."""
+    """A configuration file is invalid; the message names the file, the field and the reason,
+    one problem a line (`problems` holds them)."""
+
+    def __init__(self, problems: str | list[Problem]) -> None:
+        self.problems = [Problem("", "", problems)] if isinstance(problems, str) \
+            else list(problems)
+        super().__init__("\n".join(map(str, self.problems)))
+
+
+ISO_CODE = re.compile(r"[a-z]{2,3}")
+
+
+def check_language_codes(codes: list[str]) -> list[str]:
+    """ISO 639 codes such as 'en' (what lid.176 predicts), else a ValueError that suggests the
+    code of a language name ('english': did you mean 'en'?)."""
+    bad = bad_language_code(codes)
+    if bad:
+        raise ValueError("; ".join(part for part in bad if part))
+    return codes
+
+
+def bad_language_code(codes: list[str]) -> tuple[str, str] | None:
+    """(what is wrong, a suggestion or "") for the first code that is not ISO 639."""
+    for code in codes:
+        if not ISO_CODE.fullmatch(code):
+            return f"{code!r} is not an ISO 639 language code such as 'en'", _suggested_code(code)
+    return None
+
+
+def _suggested_code(name: str) -> str:
+    try:
+        language = pycountry.languages.lookup(name.strip())
+    except LookupError:
+        return ""
+    code = getattr(language, "alpha_2", None) or language.alpha_3
+    return f"did you mean {code!r}?"
 
 
 class _Strict(BaseModel):
@@ -48,9 +101,19 @@ class Sample(_Strict):
 
 
 class LocalWarcInput(_Strict):
-    """A local folder (every *.warc, *.warc.gz in it) or a glob pattern."""
+    """A local folder (every *.warc, *.warc.gz directly in it; in its subfolders too with
+    `recursive: true`) or a glob pattern (`**` in the pattern descends)."""
 
     path: str
+    # Off by default: a snapshot folder's subfolders often hold other crawls.
+    recursive: bool = False
+
+    @model_validator(mode="after")
+    def _recursion_of_a_folder(self) -> LocalWarcInput:
+        if self.recursive and glob.has_magic(self.path):
+            raise ValueError(f"recursive applies to a folder, and {self.path!r} is a glob: "
+                             "write ** in the pattern to descend (e.g. crawl/**/*.warc.gz)")
+        return self
 
 
 class S3WarcInput(_Strict):
@@ -84,6 +147,13 @@ class SourceConfig(_Strict):
     text_field: str = "text"
     url_field: str | None = None
     classifier_positive: bool = False
+    # Which filters judge the source in the recipe's selection (`curation.mix`). `curated`:
+    # only what fits edited text (exact duplicates, eval contamination, PII scrubbing, empty
+    # after edits); the web's language, heuristics, URL and near-duplicate verdicts are still
+    # annotated but drop nothing, and the per-partition gates do not judge it by web bounds.
+    # `web`: the crawl's filters too (language, heuristics, URL and near duplicates); the
+    # quality cutoff ranks the crawl's documents only.
+    filters: Literal["curated", "web"] = "curated"
 
 
 # --- the documents stage ---------------------------------------------------------------------
@@ -149,10 +219,7 @@ class DocumentsSettings(_Strict):
     @field_validator("languages")
     @classmethod
     def _iso_codes(cls, languages: list[str]) -> list[str]:
-        for code in languages:
-            if not re.fullmatch(r"[a-z]{2,3}", code):
-                raise ValueError(f"{code!r} is not an ISO 639 language code such as 'en'")
-        return languages
+        return check_language_codes(languages)
 
 
 class LanguageSettings(_Strict):
@@ -168,10 +235,7 @@ class LanguageSettings(_Strict):
     @field_validator("languages")
     @classmethod
     def _codes(cls, languages: list[str]) -> list[str]:
-        for code in languages:
-            if not re.fullmatch(r"[a-z]{2,3}", code):
-                raise ValueError(f"{code!r} is not an ISO 639 language code such as 'en'")
-        return languages
+        return check_language_codes(languages)
 
     def threshold_for(self, language: str) -> float:
         return self.thresholds.get(language, self.threshold)
@@ -191,13 +255,67 @@ class DedupSettings(_Strict):
     cross_near_duplicates: bool = False
 
 
+# The checks whose bound is a setting, and the setting: a deployment may make them warnings.
+TUNABLE_CHECKS = {
+    "documents_survival": "documents.survival",
+    "documents_files_readable": "gates.max_problem_files",
+    "language_drift": "language.max_drift",
+    "heuristics_keep_rate": "gates.heuristics_keep",
+    "url_dedup_rate": "gates.max_duplicate_rate",
+    "exact_dedup_rate": "gates.max_duplicate_rate",
+    "dedup_clusters_rate": "gates.max_duplicate_rate",
+    "quality_classifier_separates": "gates.min_classifier_roc_auc",
+    "mix_shares_on_target": "gates.mix_share_tolerance",
+}
+# Checks that prove the data is intact or clean (contracts, coverage, residual PII or eval
+# text, shard integrity, takedowns): they have no bound to tune and always stop what follows.
+CORRECTNESS_CHECKS = (
+    "warc_files_listed", "documents_contract", "language_keeps_documents",
+    "heuristics_cover_documents", "url_dedup_kept_members_valid",
+    "exact_dedup_kept_members_valid", "dedup_clusters_kept_members_valid",
+    "cross_dedup_kept_members_valid", "line_dedup_edits_valid", "scrubbed_covers_documents",
+    "scrubbed_has_no_residual_pii", "quality_scores_cover_documents",
+    "eval_suite_covers_every_benchmark", "decontaminated_covers_documents",
+    "mix_has_no_residual_contamination", "mix_has_no_residual_pii", "shards_integrity",
+    "shards_exclude_takedowns",
+)
+
+
 class Gates(_Strict):
-    """Bounds for the verdict-rate checks of the annotating stages."""
+    """Bounds of the verdict-rate and share checks, and each tunable check's severity."""
 
     heuristics_keep: RateBounds = RateBounds(min=0.05, max=1.0)
     # Share of a partition's documents a dedup stage may mark as duplicates.
     max_duplicate_rate: Annotated[float, Field(ge=0.0, le=1.0)] = 0.9
     min_classifier_roc_auc: Annotated[float, Field(ge=0.5, le=1.0)] = 0.8
+    # How far a source's delivered share of its phase may be from the recipe's target, on top
+    # of what whole documents force (the largest document's share of the phase).
+    mix_share_tolerance: Annotated[float, Field(gt=0.0, le=1.0)] = 0.01
+    # Input files of a partition that may be empty, cut short, unreadable or not WARC at all.
+    max_problem_files: Annotated[int, Field(ge=0)] = 0
+    # `warn`: a failure is reported as a warning and stops nothing downstream.
+    severity: dict[str, Literal["error", "warn"]] = {}
+
+    @field_validator("severity")
+    @classmethod
+    def _known_checks(cls, severity: dict[str, str]) -> dict[str, str]:
+        for name in severity:
+            if name in CORRECTNESS_CHECKS:
+                raise ValueError(f"{name!r} is a correctness check (it proves the data is "
+                                 "intact or clean) and cannot be made a warning; tunable: "
+                                 f"{', '.join(TUNABLE_CHECKS)}")
+            if name not in TUNABLE_CHECKS:
+                close = difflib.get_close_matches(name, [*TUNABLE_CHECKS, *CORRECTNESS_CHECKS],
+                                                  n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise ValueError(f"{name!r} is not a check; {hint}tunable checks: "
+                                 f"{', '.join(TUNABLE_CHECKS)}")
+        return severity
+
+    def severity_of(self, check: str) -> Literal["error", "warn"]:
+        """The severity a failure of `check` reports (`error` unless set to `warn`)."""
+        default: Literal["error", "warn"] = "warn" if check == "language_drift" else "error"
+        return self.severity.get(check, default)
 
 
 # --- the pipeline ----------------------------------------------------------------------------
@@ -240,6 +358,14 @@ class PipelineConfig(_Strict):
                 raise ValueError(f"quality.training_snapshots: {snapshot!r} is not a snapshot "
                                  "declared under snapshots")
         return self
+
+    def classifier_skipped(self) -> str | None:
+        """Why the quality classifier and its scores are skipped; None when they are made."""
+        if self.quality is None:
+            return "pipeline.yaml has no quality: section"
+        if not any(source.classifier_positive for source in self.sources.values()):
+            return "no source in pipeline.yaml is marked classifier_positive: true"
+        return None
 
     def partition_keys(self) -> list[str]:
         """Every partition of the `snapshot` set: snapshot ids, then `source:NAME` keys."""
@@ -363,30 +489,91 @@ def stable_hash(payload: Any, length: int = 16) -> str:
 
 def _read_yaml(path: Path) -> Any:
     if not path.is_file():
-        raise ConfigError(f"{path}: file not found")
+        raise ConfigError([Problem(str(path), "", "file not found")])
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML: {error}") from error
+        raise ConfigError([Problem(str(path), "", f"not valid YAML: {error}")]) from error
 
 
-def _explain(path: Path, error: ValidationError) -> ConfigError:
-    lines = []
+def _not_a_mapping(path: Path) -> ConfigError:
+    return ConfigError([Problem(str(path), "(top level)", "expected a mapping of settings")])
+
+
+def _explain(path: Path, error: ValidationError, model: type[BaseModel]) -> ConfigError:
+    problems = []
     for item in error.errors():
-        field = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        lines.append(f"{path}: {field}: {item['msg']}")
-    return ConfigError("\n".join(lines))
+        loc = tuple(_model_name(part) for part in item["loc"])
+        field = ".".join(str(part) for part in loc) or "(top level)"
+        fix = _did_you_mean(model, loc) if item["type"] == "extra_forbidden" else ""
+        problems.append(Problem(str(path), field, item["msg"], fix))
+    return ConfigError(problems)
+
+
+# pydantic names a union member that has a model validator by the validator, e.g.
+# `function-after[_check(), LocalWarcInput]`; the user wrote a LocalWarcInput.
+_VALIDATED_MEMBER = re.compile(r"^function-\w+\[.*, (\w+)\]$")
+
+
+def _model_name(part: str | int) -> str | int:
+    match = _VALIDATED_MEMBER.match(part) if isinstance(part, str) else None
+    return match.group(1) if match else part
+
+
+def _did_you_mean(model: type[BaseModel], loc: tuple[str | int, ...]) -> str:
+    """A close allowed key for a mistyped one (`qualty` -> `quality`), else a list of them."""
+    allowed = _allowed_keys(model, loc[:-1])
+    close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    return f"allowed here: {', '.join(allowed)}" if allowed else ""
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
+    """The keys of the mapping at `loc`, walking the models' annotations the way pydantic's
+    error locations do (a dict key or list index, then the value; a union member's name)."""
+    annotation: Any = model
+    for part in loc:
+        annotation = _step(annotation, part)
+    return sorted(name for member in _members(annotation) if _is_model(member)
+                  for name, info in member.model_fields.items() if not info.exclude)
+
+
+def _step(annotation: Any, part: str | int) -> Any:
+    for member in _members(annotation):
+        if _is_model(member):
+            if part == member.__name__:
+                return member
+            if part in member.model_fields:
+                return member.model_fields[part].annotation
+        elif get_origin(member) in (dict, list):
+            return get_args(member)[-1]
+    return None
+
+
+def _members(annotation: Any) -> list[Any]:
+    """The types an annotation admits: through Annotated, Optional and unions."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _members(get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        return [member for arg in get_args(annotation) for member in _members(arg)]
+    return [annotation]
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
 def load_pipeline(path: str | Path) -> PipelineConfig:
     path = Path(path)
     raw = _read_yaml(path)
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: (top level): expected a mapping of settings")
+        raise _not_a_mapping(path)
     try:
         pipeline = PipelineConfig.model_validate({**raw, "base_dir": path.resolve().parent})
     except ValidationError as error:
-        raise _explain(path, error) from None
+        raise _explain(path, error, PipelineConfig) from None
     return _with_resolved_files(pipeline, path)
 
 
@@ -401,8 +588,8 @@ def _with_resolved_files(pipeline: PipelineConfig, path: Path) -> PipelineConfig
             continue
         resolved[name] = pipeline.resolve(value)
         if "://" not in resolved[name] and not Path(resolved[name]).is_file():
-            raise ConfigError(
-                f"{path}: documents.url_filter.{name}: file not found: {resolved[name]}")
+            raise ConfigError([Problem(str(path), f"documents.url_filter.{name}",
+                                       f"file not found: {resolved[name]}")])
     documents = pipeline.documents.model_copy(
         update={"url_filter": url_filter.model_copy(update=resolved)})
     return pipeline.model_copy(update={"documents": documents,
@@ -414,8 +601,8 @@ def _resolved_evals(pipeline: PipelineConfig, path: Path) -> DecontaminationSett
     for index, benchmark in enumerate(pipeline.decontamination.benchmarks):
         resolved = pipeline.resolve(benchmark.path)
         if not glob.glob(resolved):
-            raise ConfigError(f"{path}: decontamination.benchmarks.{index}.path: no file "
-                              f"matches {resolved}")
+            raise ConfigError([Problem(str(path), f"decontamination.benchmarks.{index}.path",
+                                       f"no file matches {resolved}")])
         benchmarks.append(benchmark.model_copy(update={"path": resolved}))
     return pipeline.decontamination.model_copy(update={"benchmarks": benchmarks})
 
@@ -429,14 +616,65 @@ def load_recipe(path: str | Path, pipeline: PipelineConfig | None = None) -> Rec
     path = Path(path)
     raw = _read_yaml(path)
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: (top level): expected a mapping of settings")
+        raise _not_a_mapping(path)
     try:
         recipe = RecipeConfig.model_validate(raw)
     except ValidationError as error:
-        raise _explain(path, error) from None
+        raise _explain(path, error, RecipeConfig) from None
     if pipeline is not None:
         recipe.check_against(pipeline)
+    problems = _recipe_file_problems(recipe, path)
+    if pipeline is not None:
+        problems += _recipe_pipeline_problems(recipe, path, pipeline)
+    if problems:
+        raise ConfigError(problems)
     return recipe
+
+
+def _recipe_file_problems(recipe: RecipeConfig, path: Path) -> list[Problem]:
+    """What a recipe must say of itself: its file's name (the `recipe` partition, and where
+    the report and shards look), and language codes the language stage predicts."""
+    problems = []
+    if recipe.name != path.stem:
+        problems.append(Problem(str(path), "name", f"{recipe.name!r} differs from the file "
+                                f"name {path.name!r}; the recipe partition is the file name",
+                                f"set name: {path.stem} or rename the file to "
+                                f"{recipe.name}.yaml"))
+    bad = bad_language_code(recipe.selection.languages or [])
+    if bad:
+        message, suggestion = bad
+        problems.append(Problem(str(path), "selection.languages", message,
+                                suggestion or "use ISO 639-1 codes such as [en, de]"))
+    return problems
+
+
+def _recipe_pipeline_problems(recipe: RecipeConfig, path: Path,
+                              pipeline: PipelineConfig) -> list[Problem]:
+    """What a recipe needs of the pipeline: its pinned tokenizer file, and the quality
+    classifier when it selects or ranks by score."""
+    problems = []
+    if recipe.tokenizer.path is not None:
+        resolved = pipeline.resolve(recipe.tokenizer.path)
+        if "://" in resolved or not Path(resolved).is_file():
+            problems.append(Problem(str(path), "tokenizer.path", f"file not found: {resolved}",
+                                    "give a local tokenizer.json, absolute or relative to "
+                                    f"{pipeline.base_dir}, or train_vocab_size to train one"))
+    skipped = pipeline.classifier_skipped()
+    if skipped:
+        for field in _fields_needing_scores(recipe):
+            problems.append(Problem(
+                str(path), field, f"needs quality scores, but the classifier is skipped: "
+                f"{skipped}", "add a quality: section with training_snapshots and mark a "
+                "curated source classifier_positive: true, or remove this setting"))
+    return problems
+
+
+def _fields_needing_scores(recipe: RecipeConfig) -> list[str]:
+    fields = ["selection.quality_top_fraction"] \
+        if recipe.selection.quality_top_fraction is not None else []
+    fields += [f"phases.{phase.name}.quality_top_fraction" for phase in recipe.phases
+               if phase.quality_top_fraction is not None]
+    return fields + (["cluster_policy"] if recipe.cluster_policy == "quality" else [])
 
 
 def dataset_version(

@@ -202,9 +202,9 @@ def local_shards(store: Store, prefix: str, folder: str) -> Path:
     otherwise a download into `folder`)."""
     if isinstance(store, LocalStore):
         return Path(store.uri(prefix))
-    target = Path(folder)
+    # The folder may be shared (the CLI downloads a version to one folder per machine): each
+    # file is published whole, so a concurrent download never shows a reader a partial file.
+    target = LocalStore(folder)
     for key in store.list(prefix):
-        path = target / key.removeprefix(prefix).lstrip("/")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(store.read_bytes(key))
-    return target
+        target.write_bytes(key.removeprefix(prefix).lstrip("/"), store.read_bytes(key))
+    return Path(target.root)

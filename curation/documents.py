@@ -28,7 +28,7 @@ from curation.extract import (
     sniff_binary,
     unwrap_payload,
 )
-from curation.partition import Manifest
+from curation.partition import Manifest, PartitionLayout
 from curation.schema import DOCUMENT_SCHEMA, REJECT_SCHEMA, WEB_SOURCE, source_doc_id, web_doc_id
 from curation.stats import StageStats
 from curation.storage import InputReader, Store
@@ -51,6 +51,16 @@ ASSET = "documents"
 KERNEL_VERSION = "documents-2"
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 log = logging.getLogger(__name__)
+# Reject reasons that condemn a whole input file rather than one of its records: what each
+# says about the file. A partition with such files is not whole, however well its pages survive.
+FILE_PROBLEMS = {
+    "empty_file": "the file has no bytes",
+    "not_warc": "no WARC record in the file",
+    "no_responses": "no response records (a WET or WAT file?)",
+    "truncated_record": "the file ends inside a record: it was cut short",
+    "read_error": "the reader failed part-way: the rest of the file is unread",
+    "unreadable_file": "the source file could not be read",
+}
 
 
 @dataclass(frozen=True)
@@ -288,6 +298,39 @@ def _read_source(task: Task, path: Path, settings: DocumentsSettings, out: _Coll
             })
     except (ValueError, OSError, UnicodeDecodeError) as error:
         out.reject("source_read", "unreadable_file", None, None, f"{type(error).__name__}: {error}")
+
+
+# --- file-level problems ---------------------------------------------------------------------
+
+
+def problem_files(rejects: pa.Table) -> list[dict[str, str]]:
+    """One row per input file with a file-level problem (`FILE_PROBLEMS`), in file order:
+    `file`, `problem` (the reasons, comma-separated) and `message` (the first one's detail)."""
+    found: dict[str, dict[str, str]] = {}
+    for row in rejects.select(["warc_file", "reason", "message"]).to_pylist():
+        if row["reason"] not in FILE_PROBLEMS or row["warc_file"] is None:
+            continue
+        entry = found.setdefault(row["warc_file"], {
+            "file": row["warc_file"], "problem": row["reason"],
+            "message": row["message"] or FILE_PROBLEMS[row["reason"]]})
+        if row["reason"] not in entry["problem"].split(", "):
+            entry["problem"] += f", {row['reason']}"
+    return [found[name] for name in sorted(found)]
+
+
+def partition_problem_files(store: Store, partition: str) -> list[dict[str, str]]:
+    """`problem_files` of a complete partition's rejects."""
+    layout = PartitionLayout(store, ASSET, partition)
+    if not layout.complete_manifest().table_parts("rejects"):
+        return []
+    return problem_files(layout.read_table(["warc_file", "reason", "message"], name="rejects"))
+
+
+def describe_problem_files(problems: list[dict[str, str]], limit: int = 5) -> str:
+    """`a.warc.gz (empty_file), b.wet.gz (no_responses)` and how many more, for one line."""
+    named = [f"{Path(row['file']).name} ({row['problem']})" for row in problems[:limit]]
+    more = len(problems) - limit
+    return ", ".join(named) + (f" and {more} more" if more > 0 else "")
 
 
 # --- tasks -----------------------------------------------------------------------------------

@@ -45,13 +45,34 @@ class InputListingError(ValueError):
     """A partition's inputs cannot be listed (missing folder, empty prefix, bad listing)."""
 
 
-def _local_files(pattern: str, suffixes: tuple[str, ...]) -> list[str]:
+def _local_files(pattern: str, suffixes: tuple[str, ...], recursive: bool) -> list[str]:
+    """A folder's files with `suffixes` (its subfolders' too when `recursive`), or the files a
+    glob matches (a glob descends only where it says `**`)."""
     path = Path(pattern)
     if path.is_dir():
-        found = [str(p) for p in path.rglob("*") if p.is_file() and p.name.endswith(suffixes)]
+        candidates = path.rglob("*") if recursive else path.iterdir()
+        found = [str(p) for p in candidates if p.is_file() and p.name.endswith(suffixes)]
     else:
         found = [p for p in glob.glob(pattern, recursive=True) if Path(p).is_file()]
     return sorted(found)
+
+
+def _nothing_found(partition: str, entry: SnapshotConfig | SourceConfig,
+                   pipeline: PipelineConfig) -> InputListingError:
+    """The error for a partition without inputs, naming where it looked and what to change."""
+    spec = entry.warc if isinstance(entry, SnapshotConfig) else entry
+    where = getattr(spec, "path", None) or getattr(spec, "s3_prefix", None) or \
+        getattr(spec, "listing", "")
+    message = f"{partition}: no input files found at {where}"
+    if isinstance(spec, LocalWarcInput):
+        folder = Path(pipeline.resolve(spec.path))
+        if not folder.exists() and not glob.has_magic(spec.path):
+            return InputListingError(f"{message}: {folder} does not exist")
+        if folder.is_dir() and not spec.recursive and _local_files(str(folder), WARC_SUFFIXES,
+                                                                    recursive=True):
+            return InputListingError(f"{message}: the WARC files are in its subfolders; set "
+                                     "`recursive: true` under the snapshot's warc to read them")
+    return InputListingError(message)
 
 
 def _sample(lines: list[str], listing: ListingWarcInput) -> list[str]:
@@ -81,27 +102,45 @@ def list_locations(pipeline: PipelineConfig, partition: str, reader: InputReader
     """Every input location of a partition, in a stable order."""
     entry = pipeline.partition_entry(partition)
     if isinstance(entry, SourceConfig):
-        found = _local_or_s3(pipeline.resolve(entry.path), SOURCE_SUFFIXES[entry.format], reader)
+        found = _local_or_s3(pipeline.resolve(entry.path), SOURCE_SUFFIXES[entry.format], reader,
+                             recursive=True)
     else:
         found = _snapshot_locations(entry, pipeline, reader)
     if not found:
-        raise InputListingError(f"{partition}: no input files found")
+        raise _nothing_found(partition, entry, pipeline)
     return found
+
+
+def ignored_local_files(pipeline: PipelineConfig, partition: str) -> list[str]:
+    """Files in a local snapshot folder that are not read as WARC files (WET and WAT files,
+    stray downloads), so that a user learns they were left out instead of finding out later."""
+    entry = pipeline.partition_entry(partition)
+    spec = getattr(entry, "warc", None)
+    if not isinstance(spec, LocalWarcInput):
+        return []
+    folder = Path(pipeline.resolve(spec.path))
+    if not folder.is_dir():
+        return []
+    candidates = folder.rglob("*") if spec.recursive else folder.iterdir()
+    return sorted(str(p) for p in candidates
+                  if p.is_file() and not p.name.startswith(".")
+                  and not p.name.endswith(WARC_SUFFIXES))
 
 
 def _snapshot_locations(entry: SnapshotConfig, pipeline: PipelineConfig,
                         reader: InputReader) -> list[str]:
     spec = entry.warc
     if isinstance(spec, LocalWarcInput):
-        return _local_or_s3(pipeline.resolve(spec.path), WARC_SUFFIXES, reader)
-    if isinstance(spec, S3WarcInput):
-        return _local_or_s3(spec.s3_prefix, WARC_SUFFIXES, reader)
+        return _local_or_s3(pipeline.resolve(spec.path), WARC_SUFFIXES, reader, spec.recursive)
+    if isinstance(spec, S3WarcInput):  # S3 has no folders: every key under the prefix
+        return _local_or_s3(spec.s3_prefix, WARC_SUFFIXES, reader, recursive=True)
     return _listing_locations(spec, pipeline, reader)
 
 
-def _local_or_s3(location: str, suffixes: tuple[str, ...], reader: InputReader) -> list[str]:
+def _local_or_s3(location: str, suffixes: tuple[str, ...], reader: InputReader,
+                 recursive: bool) -> list[str]:
     if not location.startswith("s3://"):
-        return _local_files(location, suffixes)
+        return _local_files(location, suffixes, recursive)
     bucket, prefix = split_s3_uri(location)
     client = reader.s3_client()
     return sorted(f"s3://{bucket}/{entry['key']}" for entry in list_s3_objects(client, bucket,

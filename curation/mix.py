@@ -7,18 +7,25 @@ Three steps, each a function over Arrow tables:
    joining the per-partition annotations (`documents`, `language`, `heuristics`,
    `quality_scores`, `decontaminated`, `scrubbed`) and the document's duplicate group: the
    connected component over every cluster membership (`url_dedup`, `exact_dedup`,
-   `dedup_clusters` within partitions, `cross_dedup` across them). Text is never held: sizes
+   `dedup_clusters` within partitions, `cross_dedup` across them; a curated source with
+   `filters: curated` contributes its `exact_dedup` clusters only). Text is never held: sizes
    come from the scrubbed text one part at a time.
 2. `select_documents(candidates, recipe)`: every document gets one decision, the first rule in
    `RULES` it fails, or `selected`. The order is fixed:
 
        language            language verdict false, or not one of `selection.languages`
-       heuristics          the heuristics verdict (the pipeline's default rule thresholds)
+                           (web filter)
+       heuristics          the heuristics verdict (the pipeline's default rule thresholds;
+                           web filter)
        contaminated        eval n-gram hits (when `selection.drop_contaminated`)
        empty_after_edits   nothing left after the scrubbing edits
        quality             not in the top `selection.quality_top_fraction` of the web
                            documents still in, per language (curated sources are exempt)
        duplicate           another member of its group ranks higher among those still in
+
+   The web filters judge the crawl and every curated source declared `filters: web`; a curated
+   source with `filters: curated` (the default) is judged only by what fits edited text:
+   contamination, empty after edits and exact duplicates (see step 1).
 
    `not_in_recipe` is implicit: only the recipe's partitions are read. A duplicate group keeps
    its best-ranked member among the documents that passed every rule above (architecture.md,
@@ -39,7 +46,10 @@ Three steps, each a function over Arrow tables:
    pool): a single document may pass it by at most one occurrence per phase, since each phase
    draws its fractional occurrences in its own hash order. A selected document can also get no
    occurrence at all (downsampling); its decision still says `selected`. Token counts are
-   estimates: `text_bytes / bytes_per_token[source]`.
+   exact: `count_tokens` tokenizes every selected document's scrubbed text with the recipe's
+   tokenizer, EOS included, as the shards will (`curation.shards.occurrence_lengths`), so the
+   shares planned here are the shares the shards deliver. Without a tokenizer (kernel tests)
+   they are `text_bytes / DEFAULT_BYTES_PER_TOKEN`.
 
 Everything is sorted before use, so outputs depend on the inputs' content and the seed, never on
 row order. Memory is O(documents of the recipe) in Arrow/numpy columns (about 100 bytes a
@@ -51,7 +61,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -64,9 +74,11 @@ from curation.config import SOURCE_PREFIX, RecipeConfig
 from curation.dedup import connected_components
 from curation.partition import PartitionLayout
 from curation.schema import WEB_SOURCE
+from curation.shards import occurrence_lengths
 from curation.storage import Store
+from curation.tokenizer import PinnedTokenizer
 
-KERNEL_VERSION = "mix-1"
+KERNEL_VERSION = "mix-2"  # 2: exact token counts, curated filter policy
 ASSET = "mix"
 RULES = ("language", "heuristics", "contaminated", "empty_after_edits", "quality", "duplicate")
 """Selection rules in the order they are applied; a document's decision names the first one it
@@ -75,7 +87,9 @@ TAKEDOWN = "takedown"
 """The rule of a selected document the takedown list removed after mixing (`curation.mix_stage`)."""
 SELECTED = "selected"
 DEFAULT_BYTES_PER_TOKEN = 4.0
+TOKENIZE_BATCH = 1024  # texts per encode_batch call while counting tokens
 DEDUP_ASSETS = ("url_dedup", "exact_dedup", "dedup_clusters")
+CURATED_DEDUP_ASSET = "exact_dedup"
 CROSS_ASSET, CROSS_PARTITION = "cross_dedup", "all"
 
 CANDIDATE_SCHEMA = pa.schema([
@@ -102,6 +116,9 @@ MIX_DECISION_SCHEMA = pa.schema([
     pa.field("kept", pa.bool_(), nullable=False),
     pa.field("rule", pa.string(), nullable=False),
     pa.field("kept_doc_id", pa.string()),
+    # A selected document's tokens in the shards per occurrence (EOS included); null for the
+    # documents the selection rules drop, which the mix never tokenizes.
+    pa.field("tokens", pa.int64()),
 ])
 
 OCCURRENCE_SCHEMA = pa.schema([
@@ -111,6 +128,8 @@ OCCURRENCE_SCHEMA = pa.schema([
     pa.field("licence", pa.string()),
     pa.field("phase", pa.string(), nullable=False),
     pa.field("occurrence", pa.int64(), nullable=False),
+    # The occurrence's tokens in the shards, EOS included (exact with a tokenizer; the name is
+    # the catalog's column).
     pa.field("est_tokens", pa.int64(), nullable=False),
 ])
 
@@ -129,6 +148,9 @@ SHARE_SCHEMA = pa.schema([
     pa.field("epochs", pa.float64(), nullable=False),  # achieved / available
     pa.field("ran_out", pa.bool_(), nullable=False),
     pa.field("note", pa.string()),
+    # The pool's largest document: the fill ends within half of it of the target (the share
+    # gate's allowance for whole documents).
+    pa.field("largest_document_tokens", pa.int64(), nullable=False),
 ])
 
 
@@ -227,11 +249,15 @@ def _partition_rows(store: Store, partition: str) -> pa.Table:
     return table.append_column("empty_after_edits", pc.is_in(table["doc_id"], value_set=empty))
 
 
-def _memberships(store: Store, partitions: Sequence[str]) -> list[pa.Table]:
+def _memberships(store: Store, partitions: Sequence[str],
+                 curated: Collection[str] = ()) -> list[pa.Table]:
     """Every cluster membership table (doc_id, cluster_id): one per within-partition dedup
-    asset and partition, and cross_dedup's (required when more than one partition is read)."""
+    asset and partition (for a `curated` partition, `exact_dedup` only: a book or an article
+    is not a duplicate for sharing a URL or most of its shingles), and cross_dedup's (required
+    when more than one partition is read)."""
     tables = [_read(store, asset, partition, _MEMBERS)
-              for partition in partitions for asset in DEDUP_ASSETS]
+              for partition in partitions for asset in DEDUP_ASSETS
+              if partition not in curated or asset == CURATED_DEDUP_ASSET]
     cross = _read(store, CROSS_ASSET, CROSS_PARTITION, _MEMBERS, required=len(partitions) > 1)
     if cross is not None:
         tables.append(cross)
@@ -275,13 +301,16 @@ def duplicate_groups(doc_ids: pa.Array | pa.ChunkedArray,
     return pc.take(groups, pa.array(inverse))
 
 
-def gather_candidates(store: Store, partitions: Sequence[str]) -> pa.Table:
-    """One row per document of `partitions` (`CANDIDATE_SCHEMA`), sorted by doc_id."""
+def gather_candidates(store: Store, partitions: Sequence[str],
+                      curated_sources: Collection[str] = ()) -> pa.Table:
+    """One row per document of `partitions` (`CANDIDATE_SCHEMA`), sorted by doc_id;
+    `curated_sources` names the sources judged by the curated filter policy."""
     tables = [_partition_rows(store, partition) for partition in partitions]
     table = pa.concat_tables(tables) if tables else CANDIDATE_SCHEMA.empty_table()
     if pc.count_distinct(table["doc_id"]).as_py() != table.num_rows:
         raise MixInputError("a doc_id occurs in two partitions")
-    groups = duplicate_groups(table["doc_id"], _memberships(store, partitions))
+    curated = {SOURCE_PREFIX + name for name in curated_sources}
+    groups = duplicate_groups(table["doc_id"], _memberships(store, partitions, curated))
     table = table.append_column("group_id", groups)
     table = table.select(CANDIDATE_SCHEMA.names).cast(CANDIDATE_SCHEMA)
     return table.sort_by("doc_id")
@@ -338,14 +367,18 @@ def _sorted(candidates: pa.Table) -> pa.Table:
     return candidates.select(CANDIDATE_SCHEMA.names).cast(CANDIDATE_SCHEMA).sort_by("doc_id")
 
 
-def select_documents(candidates: pa.Table, recipe: RecipeConfig) -> pa.Table:
+def select_documents(candidates: pa.Table, recipe: RecipeConfig,
+                     curated_sources: Collection[str] = ()) -> pa.Table:
     """One decision per candidate (`MIX_DECISION_SCHEMA`, sorted by doc_id): the first rule of
-    `RULES` it fails, or `selected`; duplicates name the kept member."""
+    `RULES` it fails, or `selected`; duplicates name the kept member. The web filters
+    (language, heuristics) skip the documents of `curated_sources`."""
     table = _sorted(candidates)
     n = table.num_rows
     doc_ids = _np(table["doc_id"])
     scores = _np(table["quality_score"], float("nan")).astype(np.float64)
     is_web = _np(pc.equal(table["source"], WEB_SOURCE), False).astype(bool)
+    curated = _np(pc.is_in(table["source"], value_set=pa.array(sorted(curated_sources),
+                                                               pa.string())), False).astype(bool)
     rule = np.full(n, SELECTED, dtype=object)
     alive = np.ones(n, bool)
 
@@ -358,8 +391,8 @@ def select_documents(candidates: pa.Table, recipe: RecipeConfig) -> pa.Table:
     if recipe.selection.languages is not None:
         wanted = pa.array(recipe.selection.languages, pa.string())
         language_ok &= _np(pc.is_in(table["language"], value_set=wanted), False).astype(bool)
-    fail("language", ~language_ok)
-    fail("heuristics", ~_np(table["heuristics_keep"], False).astype(bool))
+    fail("language", ~language_ok & ~curated)
+    fail("heuristics", ~_np(table["heuristics_keep"], False).astype(bool) & ~curated)
     if recipe.selection.drop_contaminated:
         fail("contaminated", _np(table["contaminated"], True).astype(bool))
     text_bytes = _np(table["text_bytes"], 0).astype(np.int64)
@@ -402,6 +435,7 @@ def select_documents(candidates: pa.Table, recipe: RecipeConfig) -> pa.Table:
         "kept": pa.array(rule == SELECTED, pa.bool_()),
         "rule": pa.array(rule.tolist(), pa.string()),
         "kept_doc_id": pa.array(kept_doc.tolist(), pa.string()),
+        "tokens": pa.nulls(n, pa.int64()),
     }, schema=MIX_DECISION_SCHEMA)
 
 
@@ -471,8 +505,10 @@ class MixResult:
     across phases). `decisions`: one selection decision per candidate (`MIX_DECISION_SCHEMA`).
     `funnel`: documents dropped per rule, in `RULES` order. `shares`: per phase and source
     (`SHARE_SCHEMA`). `total_tokens`: the target `T` (the recipe's, or the largest within
-    `max_epochs`). `token_estimate`: `tokenizer` when bytes per token came from the pinned
-    tokenizer, `bytes` for the flat `DEFAULT_BYTES_PER_TOKEN` estimate."""
+    `max_epochs`). `token_counts`: `exact` when every selected document was tokenized with the
+    recipe's tokenizer (EOS included), `bytes` for the flat `DEFAULT_BYTES_PER_TOKEN`
+    estimate. `bytes_per_token`: per source, the selected text's bytes over its tokens (what
+    the report uses to estimate the tokens of documents the mix did not tokenize)."""
 
     recipe: str
     seed: int
@@ -481,7 +517,7 @@ class MixResult:
     funnel: dict[str, int]
     shares: pa.Table
     total_tokens: int
-    token_estimate: Literal["tokenizer", "bytes"]
+    token_counts: Literal["exact", "bytes"]
     bytes_per_token: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -497,19 +533,49 @@ class MixResult:
         return int(pc.sum(self.occurrences["est_tokens"]).as_py() or 0)
 
 
-def _bytes_per_token(sources: Iterable[str], given: Mapping[str, float] | None,
-                     estimate: Literal["tokenizer", "bytes"] | None
-                     ) -> tuple[dict[str, float], Literal["tokenizer", "bytes"]]:
-    sources = sorted(set(sources))
-    if given is None:
-        return dict.fromkeys(sources, DEFAULT_BYTES_PER_TOKEN), estimate or "bytes"
-    missing = [s for s in sources if s not in given]
-    if missing:
-        raise MixInputError(f"bytes_per_token has no value for source(s) {', '.join(missing)}")
-    for source in sources:
-        if not given[source] > 0:
-            raise MixInputError(f"bytes_per_token[{source!r}] must be positive")
-    return {s: float(given[s]) for s in sources}, estimate or "tokenizer"
+def count_tokens(store: Store, selected: pa.Table, tokenizer: PinnedTokenizer,
+                 batch: int = TOKENIZE_BATCH) -> pa.Table:
+    """(doc_id, tokens) of every document of `selected` (`partition`, `doc_id` columns): its
+    scrubbed text's tokens plus the EOS, exactly what the shards will hold per occurrence.
+    Streams one part of one partition at a time and keeps only the counts."""
+    ids, counts = [], []
+    for partition in sorted(set(selected["partition"].to_pylist())):
+        wanted = selected.filter(pc.equal(selected["partition"], partition))["doc_id"]
+        manifest = PartitionLayout(store, "scrubbed", partition).complete_manifest()
+        for part in manifest.parts:
+            rows = pq.read_table(pa.BufferReader(store.read_bytes(part.key)),
+                                 columns=["doc_id", "text"])
+            rows = rows.filter(pc.is_in(rows["doc_id"], value_set=wanted))
+            texts = rows["text"].to_pylist()
+            for start in range(0, len(texts), batch):
+                counts.append(occurrence_lengths(texts[start:start + batch], tokenizer))
+            ids.append(rows["doc_id"].cast(pa.string()))
+            del rows, texts
+    table = pa.table({"doc_id": pa.chunked_array(ids, pa.string()),
+                      "tokens": np.concatenate(counts) if counts else np.zeros(0, np.int64)})
+    if table.num_rows != selected.num_rows:
+        raise MixInputError(f"scrubbed holds {table.num_rows} of the {selected.num_rows} "
+                            "selected documents; re-materialize scrubbed")
+    return table
+
+
+def _document_tokens(selected: pa.Table, token_counts: pa.Table | None) -> np.ndarray:
+    """Tokens per selected row: the exact counts, or bytes over `DEFAULT_BYTES_PER_TOKEN`."""
+    if token_counts is None:
+        sizes = _np(selected["text_bytes"], 0).astype(np.float64)
+        return np.maximum(1, np.rint(sizes / DEFAULT_BYTES_PER_TOKEN)).astype(np.int64)
+    position = pc.index_in(selected["doc_id"], value_set=token_counts["doc_id"])
+    if position.null_count:
+        raise MixInputError(f"token_counts has no count for {position.null_count} selected "
+                            "documents")
+    return _np(token_counts["tokens"])[_np(position)].astype(np.int64)
+
+
+def _bytes_per_token(selected: pa.Table, tokens: np.ndarray) -> dict[str, float]:
+    sources = _np(selected["source"])
+    sizes = _np(selected["text_bytes"], 0).astype(np.float64)
+    return {name: float(sizes[sources == name].sum() / max(1, tokens[sources == name].sum()))
+            for name in sorted(set(sources.tolist()))}
 
 
 def _phase_pools(recipe: RecipeConfig, selected: pa.Table, tokens: np.ndarray
@@ -575,22 +641,22 @@ def _plan(recipe: RecipeConfig, phases: list[dict[str, _Pool]]) -> int:
 
 
 def mix_candidates(candidates: pa.Table, recipe: RecipeConfig, *,
-                   bytes_per_token: Mapping[str, float] | None = None,
-                   token_estimate: Literal["tokenizer", "bytes"] | None = None) -> MixResult:
-    """Selection and mixing of `gather_candidates` rows under `recipe` (see the module
-    docstring). `bytes_per_token` maps each source ("web" or a curated source's name) to its
-    bytes per token, measured with the pinned tokenizer on a sample (`token_estimate`
-    "tokenizer", the default when given); None uses `DEFAULT_BYTES_PER_TOKEN` for every source
-    ("bytes")."""
+                   token_counts: pa.Table | None = None,
+                   curated_sources: Collection[str] = ()) -> MixResult:
+    """Selection (`select_documents`) and mixing (`mix_selected`) of `gather_candidates` rows
+    under `recipe`."""
+    decisions = select_documents(candidates, recipe, curated_sources)
+    return mix_selected(candidates, decisions, recipe, token_counts=token_counts)
+
+
+def mix_selected(candidates: pa.Table, decisions: pa.Table, recipe: RecipeConfig, *,
+                 token_counts: pa.Table | None = None) -> MixResult:
+    """Mixing of the selected candidates (see the module docstring). `token_counts` (`doc_id`,
+    `tokens`: `count_tokens`) gives every selected document's exact tokens; None estimates
+    them from bytes (`DEFAULT_BYTES_PER_TOKEN`)."""
     table = _sorted(candidates)
-    decisions = select_documents(table, recipe)
     selected = table.filter(decisions["kept"])
-    rates, estimate = _bytes_per_token(_np(selected["source"]).tolist(), bytes_per_token,
-                                       token_estimate)
-    sources = _np(selected["source"])
-    divisor = np.array([rates[s] for s in sources.tolist()], np.float64)
-    tokens = np.maximum(1, np.rint(_np(selected["text_bytes"], 0) / divisor)).astype(np.int64) \
-        if selected.num_rows else np.zeros(0, np.int64)
+    tokens = _document_tokens(selected, token_counts)
     doc_ids = _np(selected["doc_id"])
     phases = _phase_pools(recipe, selected, tokens)
     total = _plan(recipe, phases)
@@ -621,7 +687,9 @@ def mix_candidates(candidates: pa.Table, recipe: RecipeConfig, *,
                 "available_tokens": pool.tokens, "documents": int(pool.rows.size),
                 "occurrences": int(repeated.size), "needed_epochs": pool.needed,
                 "epochs": achieved / pool.tokens if pool.tokens else 0.0,
-                "ran_out": pool.ran_out, "note": pool.note})
+                "ran_out": pool.ran_out, "note": pool.note,
+                "largest_document_tokens": int(tokens[pool.rows].max()) if pool.rows.size
+                else 0})
         merged = np.concatenate(phase_rows) if phase_rows else np.zeros(0, np.int64)
         rows_out.append(np.sort(merged, kind="stable"))
         phase_out.append(np.full(merged.size, index, np.int64))
@@ -632,8 +700,20 @@ def mix_candidates(candidates: pa.Table, recipe: RecipeConfig, *,
 
     occurrences = _occurrences(selected, recipe, tokens, rows_out, phase_out)
     shares = pa.Table.from_pylist(share_rows, SHARE_SCHEMA)
+    decisions = _with_tokens(decisions, tokens)
     return MixResult(recipe.name, recipe.seed, occurrences, decisions, funnel(decisions),
-                     shares, total, estimate, rates)
+                     shares, total, "bytes" if token_counts is None else "exact",
+                     _bytes_per_token(selected, tokens))
+
+
+def _with_tokens(decisions: pa.Table, tokens: np.ndarray) -> pa.Table:
+    """The decisions with each selected document's tokens (selected rows in doc_id order, as
+    `tokens`)."""
+    kept = _np(decisions["kept"]).astype(bool)
+    column = np.zeros(decisions.num_rows, np.int64)
+    column[kept] = tokens
+    index = decisions.schema.get_field_index("tokens")
+    return decisions.set_column(index, "tokens", pa.array(column, pa.int64(), mask=~kept))
 
 
 def _occurrences(selected: pa.Table, recipe: RecipeConfig, tokens: np.ndarray,
@@ -661,35 +741,64 @@ def _occurrences(selected: pa.Table, recipe: RecipeConfig, tokens: np.ndarray,
 
 
 def build_mix(store: Store, recipe: RecipeConfig, *,
-              bytes_per_token: Mapping[str, float] | None = None,
-              token_estimate: Literal["tokenizer", "bytes"] | None = None) -> MixResult:
-    """`gather_candidates` over the recipe's partitions, then `mix_candidates`."""
-    candidates = gather_candidates(store, recipe_partitions(recipe))
-    return mix_candidates(candidates, recipe, bytes_per_token=bytes_per_token,
-                          token_estimate=token_estimate)
+              tokenizer: PinnedTokenizer | None = None,
+              curated_sources: Collection[str] = ()) -> MixResult:
+    """`gather_candidates` over the recipe's partitions, `select_documents`, the selected
+    documents' exact tokens (`count_tokens`, when a tokenizer is given), then `mix_selected`."""
+    candidates = gather_candidates(store, recipe_partitions(recipe), curated_sources)
+    decisions = select_documents(candidates, recipe, curated_sources)
+    counts = None
+    if tokenizer is not None:
+        counts = count_tokens(store, _sorted(candidates).filter(decisions["kept"]), tokenizer)
+    return mix_selected(candidates, decisions, recipe, token_counts=counts)
 
 
 # --- checks ----------------------------------------------------------------------------------
 
 
-def share_failures(shares: pa.Table, tolerance: float = 0.01) -> list[str]:
-    """Sources whose achieved share of their phase misses the target share by more than
-    `tolerance`. A source that ran out is exempt (see `ran_out_notes`); the others are compared
-    among themselves, their shares renormalised over the sources that did not run out (so one
-    source running short does not fail every other one). When none ran out this is the plain
-    comparison."""
+PhaseSource = tuple[str, str]
+
+
+def delivered_tokens(tokens_by_phase_source: Mapping[str, Mapping[str, int]]
+                     ) -> dict[PhaseSource, int]:
+    """(phase, source) -> tokens, from a shards manifest's `tokens_by_phase_source`."""
+    return {(phase, source): int(count)
+            for phase, sources in tokens_by_phase_source.items()
+            for source, count in sources.items()}
+
+
+def share_failures(shares: pa.Table, tolerance: float = 0.01,
+                   delivered: Mapping[PhaseSource, int] | None = None) -> list[str]:
+    """Sources whose share of their phase misses the target share by more than the allowed
+    deviation: `tolerance` plus the phase's granularity, half the largest document of each of
+    the phase's pools over the phase's tokens. That is what whole documents allow: the fill
+    (`_fill`) ends a source within half its largest document of its target tokens, and a
+    share moves by at most the sum of every source's miss over the phase's tokens. Shares are
+    of `delivered` tokens (the shards' count per phase and source) when given, else of the
+    mix's planned `achieved_tokens`. A source that ran out is exempt (see `ran_out_notes`);
+    the others are compared among themselves, their shares renormalised over the sources
+    that did not run out (so one source running short does not fail every other one)."""
     failures = []
     rows = shares.to_pylist()
     for phase in dict.fromkeys(row["phase"] for row in rows):
-        members = [r for r in rows if r["phase"] == phase and not r["ran_out"]]
+        members = [r for r in rows if r["phase"] == phase and not r["ran_out"]
+                   and r["target_share"] > 0]
+        got_tokens = {r["source"]: delivered.get((phase, r["source"]), 0) if delivered
+                      is not None else r["achieved_tokens"] for r in members}
         target = sum(r["target_share"] for r in members)
-        achieved = sum(r["achieved_tokens"] for r in members)
+        achieved = sum(got_tokens.values())
+        slack = sum(r["largest_document_tokens"] for r in members) / 2
+        granularity = slack / achieved if achieved else 0.0
+        allowed = tolerance + granularity
         for row in members:
             want = row["target_share"] / target if target else 0.0
-            got = row["achieved_tokens"] / achieved if achieved else 0.0
-            if abs(got - want) > tolerance:
-                failures.append(f"phase {phase}: source {row['source']} has {got:.2%} of the "
-                                f"tokens, target {want:.2%} (tolerance {tolerance:.2%})")
+            got = got_tokens[row["source"]] / achieved if achieved else 0.0
+            if abs(got - want) > allowed:
+                failures.append(
+                    f"phase {phase}: source {row['source']} has {got:.2%} of the tokens, "
+                    f"target {want:.2%} (tolerance {tolerance:.2%} + {granularity:.2%} for "
+                    f"whole documents: half the largest document of each source, {slack:,.0f} of "
+                    f"the phase's {achieved:,} tokens)")
     return failures
 
 

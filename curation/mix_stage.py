@@ -1,8 +1,9 @@
-"""The `mix[recipe]` stage around `curation.mix`: token estimates calibrated on the pinned
-tokenizer, the takedown list applied after selection, the mix written to `mix/{recipe}/`
+"""The `mix[recipe]` stage around `curation.mix`: exact token counts from the recipe's
+tokenizer, each source's filter policy from `pipeline.yaml`, the takedown list applied after
+selection, the mix written to `mix/{recipe}/`
 (occurrences as the main table; selection decisions and shares beside them) under a version
-that covers the recipe, the tokenizer, the takedown version and the data versions of every
-input partition.
+that covers the recipe, the tokenizer, the sources' filter policies, the takedown version and
+the data versions of every input partition.
 
 Takedowns come last (architecture.md, "Determinism"): selection and repeat counts are computed
 as if nothing were taken down, then the taken-down documents' occurrences are cut. A takedown
@@ -12,16 +13,13 @@ other occurrence's tokens and relative order.
 
 from __future__ import annotations
 
-import hashlib
-import heapq
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.config import SOURCE_PREFIX, RecipeConfig, stable_hash
+from curation.config import PipelineConfig, RecipeConfig, stable_hash
 from curation.mix import (
     ASSET,
     KERNEL_VERSION,
@@ -33,7 +31,6 @@ from curation.mix import (
     share_failures,
 )
 from curation.partition import Manifest, PartitionLayout
-from curation.schema import WEB_SOURCE
 from curation.storage import Store
 from curation.takedowns import (
     EMPTY_VERSION,
@@ -46,34 +43,14 @@ from curation.tokenizer import PinnedTokenizer
 
 MIX = ASSET
 MIX_CODE_VERSION = KERNEL_VERSION
-# Documents per source whose bytes per token calibrate the token estimates.
-CALIBRATION_DOCUMENTS = 500
 INPUT_ASSETS = ("documents", "language", "heuristics", "quality_scores", "decontaminated",
                 "scrubbed", "url_dedup", "exact_dedup", "dedup_clusters")
 
 
-def _source_of(partition: str) -> str:
-    return partition.removeprefix(SOURCE_PREFIX) if partition.startswith(SOURCE_PREFIX) \
-        else WEB_SOURCE
-
-
-def bytes_per_token(store: Store, recipe: RecipeConfig,
-                    tokenizer: PinnedTokenizer) -> dict[str, float]:
-    """UTF-8 bytes per token of each source's scrubbed text, on a seeded sample."""
-    texts: dict[str, list[tuple[bytes, str]]] = defaultdict(list)
-    key = str(recipe.seed).encode()
-    for partition in recipe_partitions(recipe):
-        rows = PartitionLayout(store, "scrubbed", partition).read_table(["doc_id", "text"])
-        ranked = ((hashlib.blake2b(d.encode(), digest_size=8, key=key).digest(), t)
-                  for d, t in zip(rows["doc_id"].to_pylist(), rows["text"].to_pylist(),
-                                  strict=True) if t)
-        texts[_source_of(partition)] += heapq.nsmallest(CALIBRATION_DOCUMENTS, ranked)
-    ratios = {}
-    for source, ranked in sorted(texts.items()):
-        sample = [text for _, text in sorted(ranked)[:CALIBRATION_DOCUMENTS]]
-        tokens = sum(map(len, tokenizer.encode_batch(sample)))
-        ratios[source] = sum(len(t.encode()) for t in sample) / max(tokens, 1)
-    return ratios
+def curated_sources(pipeline: PipelineConfig, recipe: RecipeConfig) -> list[str]:
+    """The recipe's sources judged by the curated filter policy (`sources.NAME.filters`)."""
+    return sorted(name for name in recipe.sources
+                  if name in pipeline.sources and pipeline.sources[name].filters == "curated")
 
 
 def input_versions(store: Store, recipe: RecipeConfig) -> dict[str, str]:
@@ -131,36 +108,40 @@ def apply_takedowns(store: Store, recipe: RecipeConfig, result: MixResult,
 
 
 def build_and_store_mix(store: Store, recipe_name: str, recipe: RecipeConfig,
-                        tokenizer: PinnedTokenizer) -> MixBuild:
+                        tokenizer: PinnedTokenizer, pipeline: PipelineConfig) -> MixBuild:
     layout = PartitionLayout(store, MIX, recipe_name)
     takedowns = current_takedowns(store)
+    curated = curated_sources(pipeline, recipe)
     version = stable_hash({"code": MIX_CODE_VERSION, "recipe": recipe.model_dump(mode="json"),
                            "tokenizer": tokenizer.sha256, "takedowns": takedowns.version,
+                           "curated_sources": curated,
                            "inputs": input_versions(store, recipe)})
     existing = layout.read_manifest()
     if existing is not None and existing.version == version:
         return MixBuild(existing, None)
-    ratios = bytes_per_token(store, recipe, tokenizer)
-    result = build_mix(store, recipe, bytes_per_token=ratios, token_estimate="tokenizer")
+    result = build_mix(store, recipe, tokenizer=tokenizer, curated_sources=curated)
     occurrences, decisions, taken = apply_takedowns(store, recipe, result, takedowns)
     layout.prepare(version)
     manifest = Manifest(
         MIX, recipe_name, version, [layout.write_part(0, occurrences)],
         tables={"decisions": [layout.write_table("decisions", 0, decisions)],
                 "shares": [layout.write_table("shares", 0, result.shares)]},
-        extra=summary(result, decisions, taken))
+        extra=summary(result, decisions, taken, pipeline.gates.mix_share_tolerance))
     layout.write_manifest(manifest)
     return MixBuild(manifest, result)
 
 
-def summary(result: MixResult, decisions: pa.Table, taken: TakenDown) -> dict[str, Any]:
-    """The manifest's account of the mix; `selected` counts what the takedowns left."""
+def summary(result: MixResult, decisions: pa.Table, taken: TakenDown,
+            tolerance: float) -> dict[str, Any]:
+    """The manifest's account of the mix; `selected` counts what the takedowns left,
+    `delivered_tokens` the tokens the shards will hold (exact counts, EOS included)."""
     return {"funnel": result.funnel, "candidates": result.candidates,
             "selected": int(pc.sum(decisions["kept"]).as_py() or 0),
             "total_tokens": result.total_tokens,
-            "achieved_tokens": result.achieved_tokens, "token_estimate": result.token_estimate,
+            "achieved_tokens": result.achieved_tokens, "token_counts": result.token_counts,
             "bytes_per_token": result.bytes_per_token,
-            "share_failures": share_failures(result.shares),
+            "delivered_tokens": result.achieved_tokens - taken.tokens,
+            "planned_share_failures": share_failures(result.shares, tolerance),
             "ran_out": ran_out_notes(result.shares),
             "takedown_version": taken.version, "taken_down_documents": len(taken.documents),
             "taken_down_occurrences": taken.occurrences,

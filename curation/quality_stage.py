@@ -7,6 +7,8 @@ model is stored under its content hash, so every score names the exact model tha
 
 from __future__ import annotations
 
+import hashlib
+import math
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,6 +37,7 @@ from curation.tasks import PartitionResult, PartitionRun, TaskOutput, run_partit
 CLASSIFIER = "quality_classifier"
 SCORES = "quality_scores"
 GLOBAL_PARTITION = "all"
+SKIPPED = "skipped"
 KERNEL_VERSION = "quality-1"
 TOP_FRACTIONS = (0.1, 0.3, 0.5)
 
@@ -45,8 +48,36 @@ SCORE_SCHEMA = pa.schema([
 ])
 
 
+# What a pipeline without a classifier (no quality: section or no positive source) leaves out.
+WITHOUT_CLASSIFIER = ("no quality scores; recipes cannot use selection.quality_top_fraction, "
+                      "phases.*.quality_top_fraction or cluster_policy: quality")
+# Held-out texts the positives must yield on average: the ROC AUC gate means little on fewer.
+MIN_EXPECTED_HELD_OUT = 10
+
+
 class TrainingDataError(ValueError):
-    """The pipeline names no positives, or its training snapshots yield no negatives."""
+    """The pipeline names no positives, too few to split, or its training snapshots yield no
+    negatives."""
+
+
+def minimum_positives(settings: QualityClassifierSettings) -> int:
+    """Positive texts needed for about `MIN_EXPECTED_HELD_OUT` on each side of the split
+    (the split is by each text's hash, so the sides are only proportional on average)."""
+    smaller_side = min(settings.holdout_fraction, 1 - settings.holdout_fraction)
+    return math.ceil(MIN_EXPECTED_HELD_OUT / smaller_side)
+
+
+def too_few_positives(settings: QualityClassifierSettings, counts: dict[str, int]) -> str | None:
+    """Why the positive sources (`counts` of records per source) cannot be split; else None."""
+    usable = min(sum(counts.values()), settings.max_positives)
+    needed = minimum_positives(settings)
+    if usable >= needed:
+        return None
+    held = ", ".join(f"{name}: {count}" for name, count in sorted(counts.items()))
+    capped = f" (capped at quality.max_positives {settings.max_positives})" \
+        if settings.max_positives < sum(counts.values()) else ""
+    return (f"the classifier_positive sources hold {usable} texts{capped} ({held}); holding "
+            f"out {settings.holdout_fraction:.0%} of them needs at least {needed}")
 
 
 def model_key(sha256: str) -> str:
@@ -92,6 +123,11 @@ def training_data(store: Store, pipeline: PipelineConfig) -> tuple[list[str], li
         texts = _source_texts(store, source)
         origin[SOURCE_PREFIX + source] = len(texts)
         positives += texts
+    too_few = too_few_positives(settings, {name.removeprefix(SOURCE_PREFIX): count
+                                           for name, count in origin.items()})
+    if too_few:
+        raise TrainingDataError(f"{too_few}: add texts or another classifier_positive source, "
+                                "or remove the quality: section to skip the classifier")
     wanted = settings.negative_count(len(positives))
     ids: list[str] = []
     texts: list[str] = []
@@ -112,6 +148,33 @@ def _settings(pipeline: PipelineConfig) -> QualityClassifierSettings:
     return pipeline.quality
 
 
+def skip_classifier(store: Store, reason: str) -> Manifest:
+    """Records that no classifier is made (`reason`), replacing any earlier one: the scores
+    and the recipes then see none."""
+    return _write_skipped(PartitionLayout(store, CLASSIFIER, GLOBAL_PARTITION), reason)
+
+
+def skip_scores(store: Store, partition: str, reason: str) -> Manifest:
+    """An empty `quality_scores` partition saying why: the mix reads every score as missing."""
+    return _write_skipped(PartitionLayout(store, SCORES, partition), reason,
+                          SCORE_SCHEMA.empty_table())
+
+
+def _write_skipped(layout: PartitionLayout, reason: str,
+                   empty: pa.Table | None = None) -> Manifest:
+    version = stable_hash({"kernel": KERNEL_VERSION, SKIPPED: reason})
+    layout.prepare(version)
+    parts = [] if empty is None else [layout.write_part(0, empty)]
+    manifest = Manifest(layout.asset, layout.partition, version, parts, extra={SKIPPED: reason})
+    layout.write_manifest(manifest)
+    return manifest
+
+
+def skipped_reason(store: Store, asset: str, partition: str) -> str | None:
+    """Why the stored partition of `asset` holds no classifier or scores; None if it does."""
+    return PartitionLayout(store, asset, partition).complete_manifest().extra.get(SKIPPED)
+
+
 @dataclass(frozen=True)
 class ClassifierRun:
     trained: TrainedClassifier
@@ -125,7 +188,12 @@ def run_classifier(store: Store, pipeline: PipelineConfig,
     settings = _settings(pipeline)
     positives, negatives, origin = training_data(store, pipeline)
     with tempfile.TemporaryDirectory(prefix="quality-") as folder:
-        trained = train_classifier(positives, negatives, settings, Path(folder))
+        try:
+            trained = train_classifier(positives, negatives, settings, Path(folder))
+        except ValueError as error:  # e.g. a class whose split left no held-out text
+            raise TrainingDataError(
+                f"{error} (hq: the classifier_positive sources; lq: quality.training_snapshots "
+                f"{', '.join(settings.training_snapshots)}; texts from {origin})") from error
         store.write_bytes(model_key(trained.model_sha256), trained.model_path.read_bytes())
     version = stable_hash({"kernel": KERNEL_VERSION, "settings": settings.model_dump(),
                            "inputs": input_versions})
@@ -151,12 +219,21 @@ def current_model(store: Store) -> tuple[str, int]:
 
 def _local_model(store: Store, sha256: str) -> Path:
     """The model in a local file named by its hash, fetched once per machine (fastText loads
-    from a local path)."""
+    from a local path). A cached file that does not hash to its name (cut short by a writer
+    that died, as the old shared temporary name allowed) is fetched again."""
     path = Path(tempfile.gettempdir()) / "corpus-models" / sha256 / "model.bin"
-    if not path.exists():
+    if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        temporary.write_bytes(store.read_bytes(model_key(sha256)))
+        # Every worker of a run (and every run on the machine) may fetch at once: each writes
+        # its own temporary file, so the rename only ever publishes a whole model.
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".model.", suffix=".tmp",
+                                         delete=False) as handle:
+            temporary = Path(handle.name)
+            try:
+                handle.write(store.read_bytes(model_key(sha256)))
+            except BaseException:
+                temporary.unlink()
+                raise
         temporary.replace(path)
     return path
 

@@ -34,7 +34,8 @@ occurrences (with repeats) and the shards' real token counts follow in the summa
 
 Sample documents (a few per stage, truncated): kept ones show the scrubbed text; removed ones the
 extracted text with PII replaced by placeholders (`curation.pii.scrub_text`). They are copies of
-text: a takedown purge must rewrite `reports/` too.
+text, so a taken-down document (the mix's `takedown` rule or the current tombstones) is never
+sampled, and a takedown purge rewrites the stored reports (`rewrite_stored_report`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import base64
 import html
 import io
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +61,7 @@ from curation.partition import PartitionLayout
 from curation.pii import scrub_text
 from curation.schema import WEB_SOURCE, sample_rank
 from curation.storage import Store
+from curation.takedowns import current_takedowns, load_tombstones, match_documents
 
 REPORT_VERSION = "report-1"
 REPORTS_PREFIX = "reports"
@@ -135,7 +138,8 @@ _LANGUAGE = pa.schema([("doc_id", pa.string()), ("language", pa.string())])
 _QUALITY = pa.schema([("doc_id", pa.string()), ("quality_score", pa.float64())])
 _DECISIONS = pa.schema([("doc_id", pa.string()), ("verdict", pa.string()),
                         ("reason", pa.string())])
-_MIX = pa.schema([("doc_id", pa.string()), ("partition", pa.string()), ("rule", pa.string())])
+_MIX = pa.schema([("doc_id", pa.string()), ("partition", pa.string()), ("rule", pa.string()),
+                  ("tokens", pa.int64())])
 _CLUSTERS = pa.schema([("doc_id", pa.string()), ("cluster_id", pa.string())])
 
 
@@ -172,7 +176,8 @@ def _join(left: pa.Table, right: pa.Table) -> pa.Table:
 def _frame(store: Store, partition: str, mix: pa.Table, cross: pa.Table,
            bytes_per_token: dict[str, float]) -> pa.Table:
     """One row per document of the partition: source, language, score, the estimated tokens
-    of the extracted (`tokens`) and of the scrubbed text (`final_tokens`), the reason each
+    of the extracted (`tokens`) and of the scrubbed text (`final_tokens`: exact for the
+    documents the mix selected), the reason each
     pipeline stage flags it (null: not flagged) and the mix's rule; sorted by doc_id."""
     table = _text_bytes(store, "documents", partition, ["doc_id", "source"], "text_bytes")
     table = table.cast(pa.schema([("doc_id", pa.string()), ("source", pa.string()),
@@ -191,7 +196,8 @@ def _frame(store: Store, partition: str, mix: pa.Table, cross: pa.Table,
                 decisions = decisions.filter(pc.equal(decisions["reason"], "empty_after_edits"))
             drops = _drops(decisions, f"flag.{stage}")
         table = _join(table, drops.rename_columns(["doc_id", f"flag.{stage}"]))
-    rules = mix.filter(pc.equal(mix["partition"], partition)).select(["doc_id", "rule"])
+    rules = mix.filter(pc.equal(mix["partition"], partition)).select(
+        ["doc_id", "rule", "tokens"]).rename_columns(["doc_id", "rule", "exact_tokens"])
     unknown = set(pc.unique(rules["rule"]).to_pylist()) - {SELECTED, *(
         stage.removeprefix(SELECTION_PREFIX) for stage in SELECTION_STAGES)}
     if unknown:
@@ -210,8 +216,10 @@ def _frame(store: Store, partition: str, mix: pa.Table, cross: pa.Table,
                           "documents: the mix is stale; re-materialize it")
     rates = np.array([bytes_per_token.get(s, DEFAULT_BYTES_PER_TOKEN)
                       for s in table["source"].to_pylist()], np.float64)
+    # The mix counted the selected documents' tokens exactly; the others are estimated.
+    final = pc.coalesce(table["exact_tokens"], pa.array(_estimate(table["final_bytes"], rates)))
     return (table.append_column("tokens", pa.array(_estimate(table["text_bytes"], rates)))
-            .append_column("final_tokens", pa.array(_estimate(table["final_bytes"], rates))))
+            .append_column("final_tokens", final).drop_columns(["exact_tokens"]))
 
 
 # --- the figures -----------------------------------------------------------------------------
@@ -432,9 +440,10 @@ def _samples(store: Store, parts: Sequence[_Partition], count: int) -> dict[str,
     order = np.argsort(np.array([sample_rank(d) for d in ids.tolist()], dtype=object),
                        kind="stable") if ids.size else np.zeros(0, np.int64)
     alive = np.ones(ids.size, bool)
+    shown = ~_taken_down(store, parts)  # a report copies text: never a taken-down document's
     for index, name in enumerate(DOCUMENT_STAGES):
         dropped = stage == name
-        for kind, mask in (("removed", dropped), ("kept", alive & ~dropped)):
+        for kind, mask in (("removed", dropped & shown), ("kept", alive & ~dropped & shown)):
             for row in _pick(order, mask, index * count, count).tolist():
                 item = (owner[row], ids[row], reason[row] if kind == "removed" else "")
                 picks[name][kind].append(item)
@@ -469,13 +478,27 @@ def _samples(store: Store, parts: Sequence[_Partition], count: int) -> dict[str,
     return result
 
 
+def _taken_down(store: Store, parts: Sequence[_Partition]) -> np.ndarray:
+    """True for each document (in `parts` order) the mix took down or the current takedown
+    list's stored expansion holds."""
+    if not parts:
+        return np.zeros(0, bool)
+    tombstones = load_tombstones(store)
+    masks = [pc.or_(pc.equal(p.frame["rule"], TAKEDOWN), tombstones.mask(p.frame["doc_id"]))
+             for p in parts]
+    return np.concatenate([np.asarray(m.to_pylist(), bool) for m in masks])
+
+
 def _rejects_sample(store: Store, partitions: Sequence[str], count: int) -> list[dict]:
+    takedowns = current_takedowns(store)
     rows = []
     for partition in partitions:
         for key in store.list(f"rejects/{partition.replace('/', '_')}"):
             if key.endswith(".parquet"):
                 table = pq.read_table(pa.BufferReader(store.read_bytes(key)),
                                       columns=["url", "reason", "message"])
+                if takedowns.entries and table.num_rows:  # a taken-down URL is never shown
+                    table = table.filter(pc.invert(match_documents(table, takedowns)))
                 rows += [dict(r, partition=partition) for r in table.to_pylist()]
     rows.sort(key=lambda r: sample_rank(f"{r['partition']}|{r['url']}"))
     return [dict(r, message=_preview(r["message"])[:160]) for r in rows[:count]]
@@ -537,13 +560,14 @@ def compute_report(store: Store, recipe: RecipeConfig,
             "document_tokens": total[0]["tokens_out"],
             "selected_tokens": total[-1]["tokens_out"],
             "mix_target_tokens": extra.get("total_tokens"),
-            "mix_tokens": extra.get("achieved_tokens"),
+            # exact (EOS included), after the takedowns: the shards hold the same count
+            "mix_tokens": extra.get("delivered_tokens"),
             "occurrences": mix_manifest.rows,
             "shard_tokens": totals.get("tokens"),
             "shard_sequences": totals.get("sequences"),
             "padding_tokens": totals.get("padding_tokens"),
             "shards": len(shards.get("shards", [])),
-            "token_estimate": extra.get("token_estimate"),
+            "token_counts": extra.get("token_counts"),
             "takedown_version": extra.get("takedown_version"),
             "taken_down_documents": extra.get("taken_down_documents", 0),
             "bytes_per_token": bytes_per_token,
@@ -823,10 +847,13 @@ def render_html(data: dict[str, Any], images: dict[str, bytes]) -> str:
     """One self-contained page: inline CSS, plots as base64 PNG, no scripts, no links out."""
     s = data["summary"]
     cards = [("records tried", s["records_tried"]), ("documents", s["documents"]),
-             ("selected", s["documents_selected"]), ("selected tokens (est.)",
-                                                     s["selected_tokens"]),
-             ("occurrences", s["occurrences"]), ("mix tokens (est.)", s["mix_tokens"]),
-             ("shard tokens", s["shard_tokens"]), ("shards", s["shards"])]
+             ("selected", s["documents_selected"]),
+             ("selected tokens, each document once (exact)", s["selected_tokens"]),
+             ("occurrences", s["occurrences"]),
+             ("tokens in the shards (exact, with repeats)", s["shard_tokens"]),
+             ("shards", s["shards"])]
+    if s["mix_tokens"] != s["shard_tokens"]:  # the mix's exact plan and the shards disagree
+        cards.append(("tokens the mix planned (exact)", s["mix_tokens"]))
     if s.get("taken_down_documents"):
         cards.append(("taken down", s["taken_down_documents"]))
     out = [
@@ -849,11 +876,14 @@ def render_html(data: dict[str, Any], images: dict[str, bytes]) -> str:
         "(<code>selection.*</code>); <i>edits</i> shows the tokens the text edits (C4 and "
         "boilerplate lines, PII placeholders) take out of the selected documents. "
         "<i>flagged</i>: documents the stage's verdict drops, counted independently; "
-        "<i>kept by recipe</i>: flagged but selected by the recipe. Tokens are estimated from "
-        "the text's bytes (extracted, then scrubbed after <i>edits</i>) and the mix's bytes "
-        "per token "
+        "<i>kept by recipe</i>: flagged but selected by the recipe. The tokens of documents "
+        "the recipe does not select are estimated from the text's bytes (extracted, then "
+        "scrubbed after <i>edits</i>) and each source's bytes per token, measured on the "
+        "selected documents "
         f"({html.escape(json.dumps({k: round(v, 3) for k, v in s['bytes_per_token'].items()}))}"
-        f", {_e(s['token_estimate'])}); the shards hold {_e(s['shard_tokens'])} real tokens "
+        "); the mix counts the selected documents' tokens exactly "
+        f"({_e(s['token_counts'])}, with the recipe's tokenizer, EOS included) and the shards "
+        f"hold {_e(s['shard_tokens'])} tokens "
         f"({_e(s['occurrences'])} occurrences with repeats, {_e(s['padding_tokens'])} padding "
         f"tokens, target {_e(s['mix_target_tokens'])}).</p>",
         _img(images, "funnel", "funnel plot"), "<h3>All partitions</h3>",
@@ -915,8 +945,10 @@ def render_html(data: dict[str, Any], images: dict[str, bytes]) -> str:
     for stage in DOCUMENT_STAGES:
         picks = data["samples"][stage]
         out.append(f"<h3>{html.escape(stage)}</h3>")
+        hidden = "<p class='meta'>taken-down documents are counted above; their text is " \
+            "never shown</p>" if stage == SELECTION_PREFIX + TAKEDOWN else ""
         out += [_doc_html(item, "removed") for item in picks["removed"]] or [
-            "<p class='meta'>nothing removed here</p>"]
+            hidden or "<p class='meta'>nothing removed here</p>"]
         out += [_doc_html(item, "kept") for item in picks["kept"]]
     out.append(f"<p class='meta'>{html.escape(data['report_version'])}</p></body></html>")
     return "\n".join(out)
@@ -938,6 +970,40 @@ def build_report(store: Store, recipe: RecipeConfig,
     data = compute_report(store, recipe, samples_per_stage)
     images = render_plots(data)
     return Report(recipe.name, data, render_html(data, images), images)
+
+
+_SAMPLE_LINE = re.compile(r'^<div class="doc (?:kept|removed)"><div class="meta">'
+                          r'(?:kept|removed): ([^ <]+)')
+
+
+def rewrite_stored_report(store: Store, json_key: str, doc_ids: set[str]) -> int:
+    """Takes the sampled documents of `doc_ids` out of a stored report (`report.json`) and
+    its HTML page (one line per sampled document, see `_doc_html`; a page that still names
+    one of them afterwards is deleted rather than left with its text); returns how many
+    samples went (0: nothing written)."""
+    data = json.loads(store.read_bytes(json_key))
+    removed = 0
+    for stage, picks in data.get("samples", {}).items():
+        if stage == "rejects":
+            continue
+        for kind, items in picks.items():
+            kept = [item for item in items if item.get("doc_id") not in doc_ids]
+            removed += len(items) - len(kept)
+            picks[kind] = kept
+    if not removed:
+        return 0
+    store.write_bytes(json_key, json.dumps(data, indent=1, sort_keys=True).encode())
+    page_key = f"{json_key.rsplit('/', 1)[0]}/report.html"
+    if store.exists(page_key):
+        lines = [line for line in store.read_bytes(page_key).decode("utf-8").split("\n")
+                 if not ((found := _SAMPLE_LINE.match(line))
+                         and html.unescape(found.group(1)) in doc_ids)]
+        page = "\n".join(lines)
+        if any(html.escape(doc_id) in page for doc_id in doc_ids):
+            store.delete(page_key)
+        else:
+            store.write_bytes(page_key, page.encode("utf-8"))
+    return removed
 
 
 def write_report(store: Store, report: Report) -> dict[str, str]:

@@ -263,6 +263,13 @@ def _batches(items: Iterable[Occurrence], settings: ShardSettings) -> Iterator[l
         yield batch
 
 
+def occurrence_lengths(texts: Sequence[str], tokenizer: PinnedTokenizer) -> np.ndarray:
+    """The tokens each text takes in the shards, its EOS included: the lengths `tokenize_batch`
+    returns, without building the token stream (the mix plans its shares with them)."""
+    encodings = tokenizer.tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
+    return np.fromiter(map(len, encodings), dtype=np.int64, count=len(encodings)) + 1
+
+
 def tokenize_batch(
     texts: Sequence[str], tokenizer: PinnedTokenizer
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -654,11 +661,13 @@ class _BestFitPacker:
 
 
 class _Accounting:
-    """Tokens (EOS included) and occurrences per source, phase and licence."""
+    """Tokens (EOS included) and occurrences per source, phase and licence, and per source
+    within each phase (what the mix's share gate compares with the recipe's targets)."""
 
     def __init__(self) -> None:
         self.tokens: dict[str, dict[str, int]] = {
             "source": defaultdict(int), "phase": defaultdict(int), "licence": defaultdict(int)}
+        self.phase_source: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         self.occurrences: dict[str, int] = defaultdict(int)
 
     def add(self, batch: Sequence[Occurrence], lengths: np.ndarray) -> None:
@@ -666,6 +675,7 @@ class _Accounting:
             self.tokens["source"][item.source or NO_VALUE] += length
             self.tokens["phase"][item.phase] += length
             self.tokens["licence"][item.licence or NO_VALUE] += length
+            self.phase_source[item.phase][item.source or NO_VALUE] += length
             self.occurrences[item.phase] += 1
 
 
@@ -694,6 +704,8 @@ def _manifest(
         "tokens_by_source": dict(accounting.tokens["source"]),
         "tokens_by_phase": dict(accounting.tokens["phase"]),
         "tokens_by_licence": dict(accounting.tokens["licence"]),
+        "tokens_by_phase_source": {phase: dict(sources)
+                                   for phase, sources in accounting.phase_source.items()},
     }
 
 

@@ -8,6 +8,10 @@ Everything lives in the store under `takedowns/`:
     takedowns/latest.json            a pointer to the newest version (written after it)
     takedowns/tombstones/{id}.parquet the expanded doc_ids of a version (`save_tombstones`)
     takedowns/audit/{when}-{hash}.json one object per event (S3 has no append)
+    takedowns/purged/documents/{partition}/{hash}.parquet
+                                     what `purge` took out of `documents`, without the text
+                                     (doc_id, URL, WARC record...): lineage still answers for
+                                     the dataset versions on disk that hold those documents
 
 A version's id is a content hash of what it takes down (each entry's kind and canonical form,
 sorted), so two lists that remove the same things have the same id and the dataset version can
@@ -22,11 +26,17 @@ form; a domain entry matches the domain and every subdomain. The matched documen
 every member, to a fixpoint: the copies at other URLs go too.
 
 Purge rewrites the parts that hold text (`documents`, `scrubbed`, and `decontaminated`'s `hits`
-side table, whose `text` is a slice of the document) and the `samples/{asset}/*.jsonl` spot-check
-files without the given documents, keeping every other row, in order. The rewritten part's
-sha256, size and row count go into the partition's `_manifest.json` and the task marker that
-lists it, so the manifest stays truthful; the cost is that the partition's data version (a hash
-of its parts' hashes) changes, which makes Dagster see downstream assets as stale.
+side table, whose `text` is a slice of the document), the `samples/{asset}/*.jsonl` spot-check
+files and the funnel reports' sampled documents (`reports/{recipe}/report.json` and its HTML
+page) without the given documents, keeping every other row, in order. The
+rewritten part's sha256, size and row count go into the partition's `_manifest.json` and the
+task marker that lists it, so the manifest stays truthful; the cost is that the partition's data
+version (a hash of its parts' hashes) changes, which makes Dagster see downstream assets as
+stale: every recipe's dataset and the catalog must be rebuilt (`PurgeReport.needs_rebuild`;
+`corpus takedown purge` does it).
+
+Readers that copy text of a few documents (spot-check samples, report samples) drop the taken-down
+ones when they write (`without_taken_down`), so nothing written after a takedown shows them.
 """
 
 from __future__ import annotations
@@ -60,6 +70,11 @@ CROSS_ASSET, CROSS_PARTITION = "cross_dedup", "all"
 PURGE_TARGETS = ("documents", "scrubbed", "decontaminated:hits")
 SAMPLES = "samples"
 SHARDS = "shards"
+REPORTS = "reports"
+PURGED = f"{PREFIX}/purged/documents"
+# What the purged-documents index keeps of a `documents` row: everything but the text.
+PURGED_COLUMNS = ("doc_id", "source", "url", "domain", "snapshot", "warc_file", "warc_offset",
+                  "fetched_at", "charset", "html_bytes", "licence")
 
 
 # --- the list ----------------------------------------------------------------------------------
@@ -400,12 +415,18 @@ def direct_matches(store: Store, takedowns: TakedownList,
     if not takedowns.entries:
         return matched
     reader = _column_reader(store)
-    for partition in _documents_partitions(store, partitions):
+    wanted = _documents_partitions(store, partitions)
+    for partition in wanted:
         layout = PartitionLayout(store, "documents", partition)
         for part in layout.complete_manifest().parts:
             table = reader.read(part.key, ["doc_id", "url", "domain"])
             mask = match_documents(table, takedowns)
             matched.update(table["doc_id"].filter(mask).to_pylist())
+    # Purged rows are gone from `documents`: without these a rebuild after a purge would
+    # forget what it took down (and the tombstones with it).
+    purged = purged_documents(store, wanted)
+    if purged.num_rows:
+        matched.update(purged["doc_id"].filter(match_documents(purged, takedowns)).to_pylist())
     return matched
 
 
@@ -505,9 +526,14 @@ def tombstones_key(version: str) -> str:
 
 
 def save_tombstones(store: Store, takedown_list: TakedownList, doc_ids: Iterable[str]) -> str:
-    """Stores the expanded set of a version (sorted doc_ids) so readers need not expand."""
-    ids = sorted(set(doc_ids))
+    """Stores the expanded set of a version (sorted doc_ids) so readers need not expand. Each
+    recipe's mix expands the list over its own partitions, so the stored set is the union of
+    every expansion of the same version (one recipe must not erase another's)."""
     key = tombstones_key(takedown_list.version)
+    ids = set(doc_ids)
+    if store.exists(key):
+        ids |= set(read_parquet(store, key)["doc_id"].to_pylist())
+    ids = sorted(ids)
     store.write_bytes(key, parquet_bytes(pa.table({"doc_id": pa.array(ids, pa.string())})))
     return key
 
@@ -527,6 +553,23 @@ def tombstone_filter(doc_ids: Iterable[str], version: str = "") -> Tombstones:
 
 def is_taken_down(doc_id: str, tombstones: Tombstones) -> bool:
     return tombstones.is_taken_down(doc_id)
+
+
+def without_taken_down(store: Store, table: pa.Table, partition: str | None = None) -> pa.Table:
+    """`table` (with `doc_id`) without the documents the current list takes down: its stored
+    expansion, plus what the list matches directly by URL (the `url` column, else the
+    `documents` rows of `partition`), so a partition processed after the last rebuild is
+    covered too. For writers of text copies (samples, reports); other rows stay in order."""
+    takedown_list = current_takedowns(store)
+    if not takedown_list.entries or not table.num_rows:
+        return table
+    hidden = load_tombstones(store, takedown_list.version).mask(table["doc_id"])
+    if "url" in table.column_names:
+        hidden = pc.or_(hidden, match_documents(table, takedown_list))
+    elif partition is not None:
+        matched = direct_matches(store, takedown_list, [partition])
+        hidden = pc.or_(hidden, Tombstones("", frozenset(matched)).mask(table["doc_id"]))
+    return table.filter(pc.invert(hidden))
 
 
 # --- purge -------------------------------------------------------------------------------------
@@ -549,6 +592,12 @@ class PurgeReport:
     @property
     def total_rows_removed(self) -> int:
         return sum(self.rows_removed.values())
+
+    @property
+    def needs_rebuild(self) -> bool:
+        """A purged partition's data version changed: every mix reading it is stale until the
+        recipes' datasets (and the catalog) are rebuilt."""
+        return any(before != after for before, after in self.data_versions.values())
 
     @property
     def files_rewritten(self) -> list[str]:
@@ -574,20 +623,53 @@ def _table_keys(store: Store, asset: str, table: str) -> list[str]:
             and key.endswith(".parquet")]
 
 
-def _rewrite_part(store: Store, key: str, ids: pa.Array) -> tuple[PartFile, int] | None:
+def _rewrite_part(store: Store, key: str, ids: pa.Array) -> tuple[PartFile, pa.Table] | None:
     """The part without the rows of `ids` (written with the same Parquet settings as every
-    part), or None when it holds none of them."""
+    part) and the rows taken out, or None when it holds none of them."""
     table = read_parquet(store, key)
     if "doc_id" not in table.column_names:
         return None
     drop = pc.fill_null(pc.is_in(table["doc_id"], ids), False)
-    removed = pc.sum(drop).as_py() or 0
-    if not removed:
+    if not (pc.sum(drop).as_py() or 0):
         return None
     kept = table.filter(pc.invert(drop))
     data = parquet_bytes(kept)
     store.write_bytes(key, data)
-    return PartFile(key, kept.num_rows, len(data), hashlib.sha256(data).hexdigest()), removed
+    part = PartFile(key, kept.num_rows, len(data), hashlib.sha256(data).hexdigest())
+    return part, table.filter(drop)
+
+
+def _purged_key(folder: str, rows: pa.Table) -> str:
+    digest = hashlib.sha256("\n".join(sorted(rows["doc_id"].to_pylist())).encode()).hexdigest()
+    return f"{PURGED}/{folder}/{digest[:16]}.parquet"
+
+
+def _record_purged(store: Store, prefix: str, partition: str, removed: list[pa.Table]) -> None:
+    """Keeps what lineage needs of the purged `documents` rows (never the text)."""
+    rows = pa.concat_tables([table.select([c for c in PURGED_COLUMNS if c in table.column_names])
+                             for table in removed], promote_options="permissive")
+    rows = rows.append_column("partition", pa.array([partition] * rows.num_rows, pa.string()))
+    store.write_bytes(_purged_key(prefix.split("/", 1)[1], rows), parquet_bytes(rows))
+
+
+def purged_documents(store: Store, partitions: Iterable[str] | None = None) -> pa.Table:
+    """The rows `purge` took out of `documents` (PURGED_COLUMNS and `partition`, no text), of
+    `partitions` (None: all); a document purged twice is listed once."""
+    wanted = None if partitions is None else set(partitions)
+    tables = []
+    for key in store.list(PURGED):
+        if key.endswith(".parquet"):
+            table = read_parquet(store, key)
+            if wanted is None or (table.num_rows and table["partition"][0].as_py() in wanted):
+                tables.append(table)
+    if not tables:
+        return pa.table({name: pa.array([], pa.string()) for name in ("doc_id", "url",
+                                                                      "partition")})
+    table = pa.concat_tables(tables, promote_options="permissive")
+    first: dict[str, int] = {}
+    for row, doc_id in enumerate(table["doc_id"].to_pylist()):
+        first.setdefault(doc_id, row)
+    return table.take(sorted(first.values())) if len(first) < table.num_rows else table
 
 
 def _update_markers(store: Store, prefix: str, changed: Mapping[str, PartFile],
@@ -639,6 +721,18 @@ def _purge_samples(store: Store, ids: set[str], report: PurgeReport) -> None:
             report.rows_removed[key] = removed
 
 
+def _purge_reports(store: Store, ids: set[str], report: PurgeReport) -> None:
+    """Every stored funnel report (`reports/{recipe}/report.json` and its HTML page) without
+    the sampled documents of `ids`."""
+    from curation.report import rewrite_stored_report  # curation.report imports this module
+
+    for key in store.list(REPORTS):
+        if key.endswith("/report.json"):
+            removed = rewrite_stored_report(store, key, ids)
+            if removed:
+                report.rows_removed[key] = removed
+
+
 def versions_holding(store: Store, doc_ids: Collection[str]) -> list[str]:
     """Dataset versions (`shards/{version}/` with a manifest) whose spans hold any of doc_ids."""
     ids = pa.array(sorted(set(doc_ids)), pa.string())
@@ -676,30 +770,36 @@ def purge(store: Store, doc_ids: Iterable[str], assets: Sequence[str] = PURGE_TA
           when: datetime | str | None = None,
           dataset_versions: Sequence[str] | Mapping[str, Any] = ()) -> PurgeReport:
     """Rewrites every part of `assets` (`asset` for its main part, `asset:table` for a side
-    table) and, with `samples`, every `samples/*/*.jsonl`, without the rows of `doc_ids`;
-    other rows stay identical and in order. Manifests and task markers get the new parts'
-    sha256, size and rows (so each purged partition's data version changes; the report lists
-    before and after). With `delete_old_versions`, every `shards/{version}/` whose spans hold
-    one of the documents is deleted, except `keep_versions`. With `who` and `when`, an audit
-    record is written."""
+    table) and, with `samples`, every `samples/*/*.jsonl` and every funnel report's sampled
+    documents, without the rows of `doc_ids`; other rows stay identical and in order. The
+    `documents` rows taken out are kept without their text under `takedowns/purged/` (for
+    lineage). Manifests and task markers get the new parts' sha256, size and rows (so each
+    purged partition's data version changes; the report lists before and after). With
+    `delete_old_versions`, every `shards/{version}/` whose spans hold one of the documents is
+    deleted, except `keep_versions`. With `who` and `when`, an audit record is written."""
     ids_set = set(doc_ids)
     report = PurgeReport()
     ids = pa.array(sorted(ids_set), pa.string())
     if ids_set:
         for asset, table in _targets(assets):
             changed_by_prefix: dict[str, dict[str, PartFile]] = {}
+            removed_by_prefix: dict[str, list[pa.Table]] = {}
             for key in _table_keys(store, asset, table):
                 rewritten = _rewrite_part(store, key, ids)
                 if rewritten is None:
                     continue
                 part, removed = rewritten
-                report.rows_removed[key] = removed
+                report.rows_removed[key] = removed.num_rows
                 prefix = key.rsplit("/", 1)[0]
                 changed_by_prefix.setdefault(prefix, {})[key] = part
+                removed_by_prefix.setdefault(prefix, []).append(removed)
             for prefix, changed in changed_by_prefix.items():
-                _finish_partition(store, asset, prefix, changed, ids_set, report)
+                partition = _finish_partition(store, asset, prefix, changed, ids_set, report)
+                if (asset, table) == ("documents", "part"):
+                    _record_purged(store, prefix, partition, removed_by_prefix[prefix])
         if samples:
             _purge_samples(store, ids_set, report)
+            _purge_reports(store, ids_set, report)
     if delete_old_versions and ids_set:
         keep = set(keep_versions)
         for version in versions_holding(store, ids_set):
@@ -720,7 +820,9 @@ def purge(store: Store, doc_ids: Iterable[str], assets: Sequence[str] = PURGE_TA
 
 
 def _finish_partition(store: Store, asset: str, prefix: str, changed: dict[str, PartFile],
-                      ids: set[str], report: PurgeReport) -> None:
+                      ids: set[str], report: PurgeReport) -> str:
+    """Points the manifest and task markers at the rewritten parts; returns the partition."""
+    partition = prefix.split("/", 1)[1]
     manifest_key = f"{prefix}/_manifest.json"
     if store.exists(manifest_key):
         manifest = Manifest.from_json(store.read_bytes(manifest_key).decode())
@@ -735,7 +837,9 @@ def _finish_partition(store: Store, asset: str, prefix: str, changed: dict[str, 
         store.write_bytes(manifest_key, manifest.to_json().encode())
         report.manifests_updated.append(manifest_key)
         report.data_versions[f"{asset}/{manifest.partition}"] = (before, manifest.data_version)
+        partition = manifest.partition
     report.markers_updated += _update_markers(store, prefix, changed, ids)
+    return partition
 
 
 __all__ = [
@@ -744,5 +848,6 @@ __all__ = [
     "canonical_domain", "canonical_form", "close_over_clusters", "cluster_members",
     "current_takedowns", "direct_matches", "expand_takedowns", "is_taken_down",
     "list_versions", "load_tombstones", "match_documents", "purge", "read_takedowns",
-    "record_audit", "save_tombstones", "timestamp", "tombstone_filter", "versions_holding",
+    "purged_documents", "record_audit", "save_tombstones", "timestamp", "tombstone_filter",
+    "versions_holding", "without_taken_down",
 ]

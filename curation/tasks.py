@@ -34,6 +34,7 @@ from curation.partition import LOCK_NAME, Manifest, PartFile, PartitionLayout
 from curation.schema import sample_rank
 from curation.stats import StageStats
 from curation.storage import Store, read_parquet
+from curation.takedowns import without_taken_down
 
 MAIN_TABLE = "part"
 log = logging.getLogger(__name__)
@@ -409,7 +410,8 @@ def run_partition(
         manifest = _manifest(run, run.asset, results, {"stats": stats.to_dict(), **(extra or {})})
         check_locks()
         run.layout.write_manifest(manifest)
-        picked = pick_samples(run.store, results, *samples) if samples else []
+        picked = pick_samples(run.store, results, *samples, partition=run.partition) \
+            if samples else []
     return PartitionResult(manifest, stats, results, time.perf_counter() - started, picked)
 
 
@@ -437,17 +439,18 @@ def _manifest(run: PartitionRun, asset: str, results: list[TaskResult],
 
 
 def pick_samples(store: Store, results: Sequence[TaskResult], size: int,
-                 path: str) -> list[dict[str, Any]]:
+                 path: str, partition: str | None = None) -> list[dict[str, Any]]:
     """Spot-check samples written to `path` (JSON lines), chosen by a hash of the doc_id so they
-    do not depend on task order or worker count."""
+    do not depend on task order or worker count; never a taken-down document of `partition`
+    (the sample is a copy of text)."""
     candidates = [doc_id for result in results for doc_id in result.sample_ids]
     chosen = set(heapq.nsmallest(size, candidates, key=sample_rank))
     rows: list[dict[str, Any]] = []
     for result in results:
         if chosen.intersection(result.sample_ids):
             table = read_parquet(store, result.parts[MAIN_TABLE].key)
-            rows.extend(table.filter(pc.is_in(table["doc_id"], pa.array(sorted(chosen))))
-                        .to_pylist())
+            table = table.filter(pc.is_in(table["doc_id"], pa.array(sorted(chosen))))
+            rows.extend(without_taken_down(store, table, partition).to_pylist())
     rows.sort(key=lambda row: sample_rank(row["doc_id"]))
     lines = [json.dumps(row, default=str, ensure_ascii=False) for row in rows]
     store.write_bytes(path, ("\n".join(lines) + "\n").encode())

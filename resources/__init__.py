@@ -109,14 +109,17 @@ class ComputeResource(ConfigurableResource):
 
 def default_resources() -> dict[str, ConfigurableResource]:
     """Defaults, overridable per run in run configuration; runs that take no run configuration
-    (backfills launched by the daemon) read CORPUS_PIPELINE, CORPUS_ROOT and CORPUS_WORKERS.
+    (backfills launched by the daemon or the UI) read CORPUS_PIPELINE, CORPUS_ROOT and
+    CORPUS_WORKERS (`corpus ui` sets the first two to its deployment's).
     S3 settings come from the standard AWS environment (AWS_ENDPOINT_URL, AWS_REGION,
     credentials); botocore retries once only, so the store's own bounded retry policy
     (`curation.storage.RetryPolicy`) is the one that counts."""
+    root = os.environ.get("CORPUS_ROOT", "data")
     return {
         "pipeline": PipelineResource(path=os.environ.get("CORPUS_PIPELINE", "pipeline.yaml")),
-        "storage": StorageResource(root=os.environ.get("CORPUS_ROOT", "data"),
-                                   s3=S3Resource(max_attempts=1)),
+        "storage": StorageResource(root=root, s3=S3Resource(max_attempts=1)),
         "compute": ComputeResource(workers=int(os.environ.get("CORPUS_WORKERS", "2"))),
-        "catalog": CatalogResource(),
+        # Beside a local root, as the CLI's runs put it; an S3 root keeps a local file.
+        "catalog": CatalogResource(path=str(Path(root) / "catalog.duckdb")
+                                   if "://" not in root else "data/catalog.duckdb"),
     }

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curation.config import DocumentsSettings, SourceConfig
-from curation.documents import run_documents
+from curation.documents import FILE_PROBLEMS, problem_files, run_documents
 from curation.partition import PartitionLayout
 from curation.storage import LocalStore
 from curation.warc import WarcItem, iter_warc
@@ -377,3 +377,97 @@ def test_bad_lines_of_a_curated_source_are_rejected_one_by_one(tmp_path) -> None
                         source="book", source_config=config)
     assert run.stats.rejects["unreadable_record"] == 2
     assert run.stats.docs_out + run.stats.rejects["empty_text"] == 38
+
+
+# --- file-level failures: named, and counted against the partition's gate -----------------------
+
+FILE_LEVEL = {"truncated-last-member": "truncated_record", "zero-byte-file": "empty_file",
+              "png-file": "not_warc", "text-file": "not_warc", "wet-file-as-warc": "no_responses"}
+
+
+def test_problem_files_name_every_file_that_failed_as_a_whole(bad_run: BadRun, tmp_path) -> None:
+    """A damaged record is the record's problem; an empty, cut, foreign or WET file is the
+    file's, and only those make the file list."""
+    rejects = pa.Table.from_pylist(
+        [row for outcome in [bad_run.clean, *bad_run.outcomes.values()] for row in outcome.rejects])
+    found = {Path(row["file"]).name.split("-", 1)[1].removesuffix(".warc.gz"): row["problem"]
+             for row in problem_files(rejects)}
+    assert found == FILE_LEVEL
+    assert set(FILE_PROBLEMS) >= set(found.values())
+
+
+GOOD_WARC = "warc/non_cc/dolma_wget-sample-0001_15responses.warc.gz"
+
+
+def _mixed_crawl(shared: Path, folder: Path) -> dict[str, str]:
+    """A real WARC file beside an empty one, one cut half-way into its last record and a WET
+    file: what each bad one should be reported as."""
+    folder.mkdir()
+    (folder / "00-good.warc.gz").write_bytes((shared / GOOD_WARC).read_bytes())
+    (folder / "01-empty.warc.gz").write_bytes(b"")
+    whole = (shared / CC_2020).read_bytes()
+    last = [item.offset for item in iter_warc(shared / CC_2020)][-1]
+    (folder / "02-cut.warc.gz").write_bytes(whole[:last + (len(whole) - last) // 2])
+    (folder / "03-wet.warc.gz").write_bytes((shared / WET).read_bytes())
+    return {"01-empty.warc.gz": "empty_file", "02-cut.warc.gz": "truncated_record",
+            "03-wet.warc.gz": "no_responses"}
+
+
+def _materialize_documents(base: Path, gates: str, instance) -> Any:
+    from dagster import materialize
+    from dagster_aws.s3 import S3Resource
+
+    import checks.documents
+    from corpus_assets.documents import documents
+    from corpus_assets.warc_files import warc_files
+    from resources import ComputeResource, PipelineResource, StorageResource
+
+    pipeline = base / "pipeline.yaml"
+    pipeline.write_text("version: 1\nsnapshots:\n  MIXED: {warc: {path: crawl}}\n"
+                        f"documents: {{extractor: resiliparse}}\ngates: {gates}\n")
+    return materialize(
+        [warc_files, documents, checks.documents.documents_survival,
+         checks.documents.documents_files_readable],
+        partition_key="MIXED", instance=instance, raise_on_error=False,
+        resources={"pipeline": PipelineResource(path=str(pipeline)),
+                   "storage": StorageResource(root=str(base / "data"),
+                                              s3=S3Resource(max_attempts=1)),
+                   "compute": ComputeResource(workers=0)})
+
+
+def _check(result, name: str):
+    [evaluation] = [e for e in result.get_asset_check_evaluations() if e.check_name == name]
+    return evaluation
+
+
+def test_unreadable_files_fail_the_partition_gate_and_are_named(shared_data, tmp_path) -> None:
+    from dagster import AssetCheckSeverity, instance_for_test
+
+    from partitions import SNAPSHOT_PARTITIONS_NAME
+
+    expected = _mixed_crawl(shared_data, tmp_path / "crawl")
+    (tmp_path / "home").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        instance.add_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME, ["MIXED"])
+        result = _materialize_documents(tmp_path, "{}", instance)
+        # Survival alone stays green: every HTML response read was extracted.
+        assert _check(result, "documents_survival").passed
+        gate = _check(result, "documents_files_readable")
+        assert not gate.passed and gate.severity == AssetCheckSeverity.ERROR
+        assert "3 of 4 input files" in gate.description
+        for name, problem in expected.items():
+            assert f"{name} ({problem})" in gate.description
+        # The same list, as a table, on the materialization (the CLI and the UI show it).
+        [materialization] = result.asset_materializations_for_node("documents")
+        table = materialization.metadata["problem_files"]
+        assert {Path(r.data["file"]).name: r.data["problem"] for r in table.records} == expected
+        assert all(r.data["message"] for r in table.records)
+        assert materialization.metadata["problem_file_count"].value == 3
+
+        # A deployment that tolerates them says so, or makes the gate a warning.
+        assert _check(_materialize_documents(tmp_path, "{max_problem_files: 3}", instance),
+                      "documents_files_readable").passed
+        warned = _check(_materialize_documents(
+            tmp_path, "{severity: {documents_files_readable: warn}}", instance),
+            "documents_files_readable")
+        assert not warned.passed and warned.severity == AssetCheckSeverity.WARN

@@ -67,3 +67,14 @@ def test_sensor_registers_the_partitions_of_pipeline_yaml(tmp_path: Path) -> Non
             instance=instance,
             resources={"pipeline": PipelineResource(path=str(REPO / "pipeline.yaml"))}))
         assert "registered" in str(again.skip_message)
+
+
+def test_every_check_says_why_in_its_description(sample_run) -> None:
+    """The UI shows a check's description beside its result: every check of the main job gives
+    its reason there (the CLI prints the same text for a failure)."""
+    seen = set()
+    for result in sample_run.results.values():
+        for evaluation in result.get_asset_check_evaluations():
+            seen.add(evaluation.check_name)
+            assert evaluation.description, f"{evaluation.check_name} gives no description"
+    assert seen == {key.name for key in defs.resolve_asset_graph().asset_check_keys}

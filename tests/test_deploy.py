@@ -5,7 +5,6 @@ partition at a time."""
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import pwd
@@ -23,11 +22,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, validate_run_config
+from dagster import (
+    DagsterEventType,
+    DagsterInstance,
+    DagsterInvalidConfigError,
+    DagsterRunStatus,
+    validate_run_config,
+)
 from dagster._config import process_config
 from dagster._core.instance.config import dagster_instance_config
 from dagster._core.storage.config import pg_config
 from dagster._core.workspace.config_schema import process_workspace_config
+from dagster._core.workspace.load import location_origins_from_yaml_paths
 from dagster._serdes import class_from_code_pointer
 
 from tests.conftest import REPO, free_port
@@ -46,7 +52,6 @@ INSTANCE_ENV = {
     "DAGSTER_K8S_NAMESPACE": "corpus",
     "DAGSTER_LOG_BUCKET": "corpus-logs",
 }
-RUN_CONFIG_ENV = {"AWS_ACCESS_KEY_ID": "dummy", "AWS_SECRET_ACCESS_KEY": "dummy"}
 WORKSPACE_ENV = {"CORPUS_CODE_SERVER_HOST": "corpus-user-code", "CORPUS_CODE_SERVER_PORT": "3030"}
 
 
@@ -128,61 +133,109 @@ def test_k8s_launcher_config_validates(monkeypatch: pytest.MonkeyPatch) -> None:
     assert launcher["instance_config_map"] == "dagster-instance"
 
 
-def _run_config_gaps(job) -> list[str]:
-    """Entries of the example run config that the job's config schema does not accept yet."""
-    resources = job.run_config_schema.config_type.fields["resources"].config_type.fields
-
-    def fields(resource: str) -> set[str]:
-        return set(resources[resource].config_type.fields["config"].config_type.fields)
-
-    gaps = []
-    if "ray_address" not in fields("compute"):
-        gaps.append("resources.compute.config.ray_address (the Ray backend adds it)")
-    if "s3" not in fields("storage"):
-        gaps.append("resources.storage.config.s3 (StorageResource.s3 is a nested resource "
-                    "fixed when the Definitions are built, so run config cannot set it)")
-    return gaps
+RUN_CONFIG = DEPLOY / "run_config.s3_ray.yaml"
 
 
-def _example_run_config(job) -> tuple[dict, list[str]]:
-    """The example, less the entries the schema does not accept yet (see _run_config_gaps)."""
-    config = _load(DEPLOY / "run_config.s3_ray.yaml")
-    full = copy.deepcopy(config)
-    gaps = _run_config_gaps(job)
-    if any(gap.startswith("resources.compute.config.ray_address") for gap in gaps):
-        del config["resources"]["compute"]["config"]["ray_address"]
-    if any(gap.startswith("resources.storage.config.s3") for gap in gaps):
-        del config["resources"]["storage"]["config"]["s3"]
-    assert full["resources"]["compute"]["config"]["ray_address"].startswith("ray://")
-    assert full["resources"]["storage"]["config"]["s3"]["region_name"]
-    return config, gaps
-
-
-def test_run_config_example_validates(monkeypatch: pytest.MonkeyPatch) -> None:
+def _job_names() -> list[str]:
     from corpus_assets.definitions import defs
 
-    _set_env(monkeypatch, RUN_CONFIG_ENV)
-    job = defs.resolve_job_def("per_snapshot")
-    config, _ = _example_run_config(job)
-    resolved = validate_run_config(job, config)
-    assert resolved["resources"]["storage"]["config"]["root"].startswith("s3://")
-    assert resolved["resources"]["compute"]["config"]["workers"] == 8
+    return sorted(job.name for job in defs.resolve_all_job_defs()
+                  if not job.name.startswith("__"))
+
+
+@pytest.mark.parametrize("job_name", _job_names())
+def test_run_config_example_validates_for_every_job(job_name: str) -> None:
+    """The whole file, as `dagster job launch -c` and the launchpad take it: Dagster's own
+    validation rejects any entry the job's schema does not have (`unexpected config entry`)."""
+    from corpus_assets.definitions import defs
+
+    example = _load(RUN_CONFIG)
+    resolved = validate_run_config(defs.resolve_job_def(job_name), example)
+    # Dagster keeps the resources the job uses, each with the file's values.
+    assert "storage" in resolved["resources"]
+    for name, resource in resolved["resources"].items():
+        assert example["resources"].get(name, {}).get("config", {}).items() <= \
+            resource["config"].items(), name
     executor = resolved["execution"]["multi_or_in_process_executor"]
     assert executor["multiprocess"]["max_concurrent"] == 2
 
 
-def test_run_config_example_validates_in_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every entry of the example, once the resources accept them all."""
+def test_run_config_with_an_unknown_entry_is_rejected() -> None:
+    """What a user saw with the old example: S3 settings under the storage resource."""
     from corpus_assets.definitions import defs
 
-    _set_env(monkeypatch, RUN_CONFIG_ENV)
-    job = defs.resolve_job_def("per_snapshot")
-    gaps = _run_config_gaps(job)
-    if gaps:
-        pytest.xfail("the job's config schema does not accept yet: " + "; ".join(gaps))
-    resolved = validate_run_config(job, _load(DEPLOY / "run_config.s3_ray.yaml"))
-    assert resolved["resources"]["compute"]["config"]["ray_address"].startswith("ray://")
-    assert resolved["resources"]["storage"]["config"]["s3"]["region_name"] == "us-east-1"
+    config = _load(RUN_CONFIG)
+    config["resources"]["storage"]["config"]["s3"] = {"region_name": "us-east-1"}
+    with pytest.raises(DagsterInvalidConfigError, match='unexpected config entry "s3"'):
+        validate_run_config(defs.resolve_job_def("per_snapshot"), config)
+
+
+DEPLOY_WARC = "warc/non_cc/dolma_wget-sample-0000_22responses.warc.gz"
+
+
+def _deploy_pipeline(tmp_path: Path) -> Path:
+    path = tmp_path / "pipeline.yaml"
+    path.write_text("""
+version: 1
+snapshots:
+  DEPLOY-01: {warc: {s3_prefix: s3://corpus-deploy/crawl/}}
+documents: {extractor: resiliparse}   # the fastest to import in each Ray worker
+""")
+    return path
+
+
+def test_run_config_example_runs_on_s3_and_ray(shared_data: Path, s3_endpoint: str,
+                                               tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`per_snapshot` with the example, changed only where a test must: the pipeline file, a
+    bucket on moto's S3 server and `ray_address: local` (a Ray started in the run's process)."""
+    import boto3
+    import ray
+    from dagster import instance_for_test
+
+    from corpus_assets.definitions import defs
+    from curation.partition import PartitionLayout
+    from curation.storage import S3Store
+    from partitions import SNAPSHOT_PARTITIONS_NAME
+
+    # S3 through the standard AWS environment, as in a run pod (the file holds no S3 settings).
+    _set_env(monkeypatch, {"AWS_ENDPOINT_URL_S3": s3_endpoint, "AWS_REGION": "us-east-1",
+                           "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"})
+    client = boto3.client("s3")
+    client.create_bucket(Bucket="corpus-deploy")
+    client.put_object(Bucket="corpus-deploy", Key="crawl/00000.warc.gz",
+                      Body=(shared_data / DEPLOY_WARC).read_bytes())
+
+    config = _load(RUN_CONFIG)
+    resources = config["resources"]
+    resources["pipeline"]["config"]["path"] = str(_deploy_pipeline(tmp_path))
+    resources["storage"]["config"]["root"] = "s3://corpus-deploy/prod"
+    resources["compute"]["config"].update(workers=1, ray_address="local")
+    # execute_in_process runs the steps in this process (the file's multiprocess executor is
+    # validated above): one local Ray for the whole run instead of one per step process.
+    del config["execution"]
+    assert not ray.is_initialized()
+    (tmp_path / "home").mkdir()
+    with instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        instance.add_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME, ["DEPLOY-01"])
+        try:
+            result = defs.resolve_job_def("per_snapshot").execute_in_process(
+                run_config=config, partition_key="DEPLOY-01", instance=instance,
+                raise_on_error=False)
+            ray_cpus = ray.cluster_resources().get("CPU") if ray.is_initialized() else None
+        finally:
+            ray.shutdown()
+    failures = [event.message for event in result.all_events if event.is_failure]
+    assert result.success, failures
+    assert all(check.passed for check in result.get_asset_check_evaluations())
+    assert ray_cpus == 1   # the partition's tasks went to the Ray the run started
+
+    store = S3Store("s3://corpus-deploy/prod", lambda: boto3.client("s3"))
+    materialized = {event.asset_key.path[-1] for event in result.get_asset_materialization_events()}
+    assert {"warc_files", "documents", "language", "heuristics", "scrubbed"} <= materialized
+    for asset in materialized:
+        assert PartitionLayout(store, asset, "DEPLOY-01").is_complete(), asset
+    assert PartitionLayout(store, "documents", "DEPLOY-01").read_manifest().rows > 10
 
 
 def test_workspace_example_validates(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -193,6 +246,11 @@ def test_workspace_example_validates(monkeypatch: pytest.MonkeyPatch) -> None:
     [location] = config.value["load_from"]
     assert location["grpc_server"] == {"host": "corpus-user-code", "port": 3030,
                                        "location_name": "corpus"}
+    # Dagster's own loader (what `dagster-webserver -w` and `dagster-daemon run -w` call).
+    [origin] = location_origins_from_yaml_paths([str(path)])
+    assert type(origin).__name__ == "GrpcServerCodeLocationOrigin"
+    assert (origin.location_name, origin.host, origin.port) == ("corpus", "corpus-user-code",
+                                                                3030)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from curation.quality import (
     score_thresholds,
     train_classifier,
 )
+from curation.quality_stage import MIN_EXPECTED_HELD_OUT, minimum_positives, too_few_positives
 
 # Small buckets and dimension keep the test fast; the model is still a bigram model.
 SETTINGS = QualityClassifierSettings(dim=32, bucket=100_000, max_positives=1500, seed=7,
@@ -247,3 +248,64 @@ def test_histogram_counts_every_score_in_unit_bins() -> None:
 def test_training_refuses_a_class_without_held_out_texts(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="^hq: .*both must be non-empty"):
         train_classifier(["one curated text", "  "], spam_documents(50), SETTINGS, tmp_path)
+
+
+# --- issue 18: a pipeline without a classifier, and positives too few to split --------------
+
+
+def test_too_few_positives_names_each_source_and_the_minimum() -> None:
+    needed = minimum_positives(SETTINGS)
+    # About MIN_EXPECTED_HELD_OUT texts land on the smaller side of the split.
+    assert needed * SETTINGS.holdout_fraction >= MIN_EXPECTED_HELD_OUT
+    reason = too_few_positives(SETTINGS, {"hq": 7})
+    assert reason == (f"the classifier_positive sources hold 7 texts (hq: 7); holding out 20% "
+                      f"of them needs at least {needed}")
+    assert too_few_positives(SETTINGS, {"a": needed - 1, "b": 1}) is None
+    capped = SETTINGS.model_copy(update={"max_positives": needed - 1})
+    assert "capped at quality.max_positives" in too_few_positives(capped, {"hq": needed})
+
+
+@pytest.mark.parametrize("pipeline_text", [
+    "snapshots: {CC: {warc: {path: warc}}}\n",
+    "snapshots: {CC: {warc: {path: warc}}}\nquality: {training_snapshots: [CC]}\n",
+], ids=["no-quality-section", "no-positive-source"])
+def test_without_a_classifier_the_models_and_scores_are_skipped_cleanly(
+        tmp_path: Path, pipeline_text: str) -> None:
+    from dagster import instance_for_test, materialize
+    from dagster_aws.s3 import S3Resource
+
+    from checks.quality import quality_classifier_separates, quality_scores_cover_documents
+    from corpus_assets.quality import quality_classifier, quality_scores
+    from curation.config import load_pipeline
+    from curation.partition import PartitionLayout
+    from curation.quality_stage import CLASSIFIER, GLOBAL_PARTITION, SCORES
+    from curation.storage import LocalStore
+    from partitions import SNAPSHOT_PARTITIONS_NAME
+    from resources import ComputeResource, PipelineResource, StorageResource
+
+    (tmp_path / "pipeline.yaml").write_text(pipeline_text)
+    reason = load_pipeline(tmp_path / "pipeline.yaml").classifier_skipped()
+    resources = {"pipeline": PipelineResource(path=str(tmp_path / "pipeline.yaml")),
+                 "storage": StorageResource(root=str(tmp_path / "data"), s3=S3Resource()),
+                 "compute": ComputeResource(workers=0)}
+    with instance_for_test(temp_dir=str(tmp_path)) as instance:
+        instance.add_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME, ["CC"])
+        models = materialize([quality_classifier, quality_classifier_separates],
+                             instance=instance, resources=resources)
+        scores = materialize([quality_scores, quality_scores_cover_documents],
+                             partition_key="CC", instance=instance, resources=resources)
+    for result in (models, scores):
+        assert result.success
+        [event] = result.get_asset_materialization_events()
+        metadata = event.materialization.metadata
+        assert metadata["skipped"].value == f"no quality classifier configured: {reason}"
+        assert "selection.quality_top_fraction" in metadata["not_available"].value
+        [check] = result.get_asset_check_evaluations()
+        assert check.passed and check.metadata["skipped"].value == reason
+    store = LocalStore(str(tmp_path / "data"))
+    for asset, partition in ((CLASSIFIER, GLOBAL_PARTITION), (SCORES, "CC")):
+        manifest = PartitionLayout(store, asset, partition).complete_manifest()
+        assert (manifest.rows, manifest.extra) == (0, {"skipped": reason})
+    # The mix reads the empty scores as missing: no document has a score.
+    assert PartitionLayout(store, SCORES, "CC").read_table(["doc_id", "quality_score"]) \
+        .num_rows == 0

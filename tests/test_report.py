@@ -251,7 +251,8 @@ def test_progress_counts_the_runs(sample_run, monkeypatch, capsys, tmp_path: Pat
         f"{job}[{partition or 'all'}]" for job, partition in sample_run.results]
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
 
-    def fake(instance, partitions, run_config, on_run=None, recipes=None):  # noqa: ANN001, ANN202
+    def fake(instance, partitions, run_config, on_run=None, recipes=None,  # noqa: ANN001, ANN202
+             **options):  # noqa: ANN003 - jobs, skip_up_to_date
         runs = []
         for label in cli._run_plan(partitions, recipes):
             job, partition = label[:-1].split("[")

@@ -87,8 +87,9 @@ def test_megatron_core_reads_the_sample_shards(dataset) -> None:
 def test_a_recipe_change_recomputes_only_the_dataset_assets(sample_run, dataset) -> None:
     recipes = sample_run.base / "recipes"
     changed = (recipes / "sample.yaml").read_text().replace(
-        "weights: {web: 0.8, reference: 0.2}", "weights: {web: 0.6, reference: 0.4}")
-    assert "0.6" in changed
+        "weights: {web: 0.8, reference: 0.2}", "weights: {web: 0.6, reference: 0.4}").replace(
+        "name: sample\n", "name: sample-b\n")  # a recipe's name is its file's name
+    assert "0.6" in changed and "name: sample-b\n" in changed
     (recipes / "sample-b.yaml").write_text(changed)
     instance = sample_run.instance
     instance.add_dynamic_partitions(RECIPE_PARTITIONS_NAME, ["sample-b"])

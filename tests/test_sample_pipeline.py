@@ -44,6 +44,7 @@ def test_every_job_ran_and_every_gate_passed(sample_run) -> None:
 
 EXPECTED_CHECKS = {
     "per_snapshot": {"warc_files_listed", "documents_contract", "documents_survival",
+                     "documents_files_readable",
                      "language_keeps_documents", "language_drift", "heuristics_cover_documents",
                      "heuristics_keep_rate", "url_dedup_kept_members_valid", "url_dedup_rate",
                      "exact_dedup_kept_members_valid", "exact_dedup_rate",

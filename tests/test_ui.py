@@ -1,19 +1,21 @@
-"""The UI: the webserver on 127.0.0.1 serves the asset graph with its partitions over GraphQL."""
+"""The UI: the webserver on 127.0.0.1 serves a deployment's asset graph with its partitions over
+GraphQL."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import requests
-from dagster import DagsterInstance
+from typer.testing import CliRunner
 
-from partitions import SNAPSHOT_PARTITIONS_NAME
+from corpus_cli.deployment import ui_environment
+from corpus_cli.main import app
 from tests.conftest import REPO, free_port
+from tests.deployments import REAL, make_real_deployment
 
 QUERY = """
 { assetNodes { assetKey { path } dependencyKeys { path }
@@ -22,19 +24,20 @@ QUERY = """
 
 
 
-def test_webserver_serves_assets_with_partitions(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    shutil.copyfile(REPO / "dagster.yaml", home / "dagster.yaml")
-    env = {**os.environ, "DAGSTER_HOME": str(home)}
-    instance = DagsterInstance.from_config(str(home))
-    instance.add_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME, ["SAMPLE-01", "CC-MAIN-2024-10"])
-    instance.dispose()
+def test_webserver_serves_assets_with_partitions(tmp_path: Path, monkeypatch) -> None:
+    """The webserver as `corpus ui` starts it for a deployment folder: from that folder, with
+    its environment, it serves that deployment's partitions (and no other's)."""
+    folder = make_real_deployment(tmp_path / "real")
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.chdir(folder)
+    registered = CliRunner().invoke(app, ["snapshots", "register"])
+    assert registered.exit_code == 0, registered.output
+    env = {**os.environ, **ui_environment()}
     port = free_port()
     webserver = Path(sys.executable).parent / "dagster-webserver"
     process = subprocess.Popen(
-        [str(webserver), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [str(webserver), "-w", str(REPO / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)],
+        cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
     try:
@@ -54,7 +57,7 @@ def test_webserver_serves_assets_with_partitions(tmp_path: Path) -> None:
         assert documents["dependencyKeys"] == [{"path": ["warc_files"]}]
         assert documents["hasAssetChecks"]
         keys = documents["partitionKeysByDimension"][0]["partitionKeys"]
-        assert set(keys) == {"SAMPLE-01", "CC-MAIN-2024-10"}
+        assert set(keys) == {REAL, "source:reference"}
         assert "warc_files" in nodes
     finally:
         os.killpg(process.pid, 15)

@@ -290,7 +290,7 @@ def test_documents_page_shows_partitions_and_check_results(
 def test_mix_page_shows_its_metadata_tables(browser: Browser, webserver: str,
                                             capsys: pytest.CaptureFixture) -> None:
     text = browser.open(f"{webserver}/assets/mix?view=partitions&partition=sample",
-                        "documents_selected", "shares", "achieved share")
+                        "documents_selected", "shares", "planned share")
     for expected in ("selection_funnel", "quality", "duplicate", "reference", "web", "anneal"):
         assert expected in text
     assert "<table" in browser.dom()  # the Markdown tables render as tables
