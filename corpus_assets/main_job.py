@@ -17,6 +17,8 @@ from dagster._core.definitions.data_version import extract_data_version_from_ent
 
 from corpus_assets.definitions import MAIN_JOBS, defs
 from curation.config import load_pipeline, load_recipe, stable_hash
+from curation.partition import PartitionLayout
+from curation.storage import Store, open_store
 
 # Jobs whose assets are partitioned by snapshot, and by recipe; the others run once.
 PER_PARTITION_JOBS = {"per_snapshot", "scores"}
@@ -67,7 +69,8 @@ def run_main_jobs(
             tags = {}
             if record_inputs or skip_up_to_date:
                 tags[INPUTS_TAG] = inputs_fingerprint(instance, name, partition, run_config)
-            if skip_up_to_date and is_up_to_date(instance, name, partition, tags[INPUTS_TAG]):
+            if skip_up_to_date and is_up_to_date(instance, name, partition, tags[INPUTS_TAG],
+                                                 _store(run_config)):
                 runs.append(JobRun(name, partition, None, skipped=True))
             else:
                 result = job.execute_in_process(
@@ -103,10 +106,16 @@ def job_asset_keys(name: str) -> list[AssetKey]:
     return [key for key in pipeline_order() if key in selected]
 
 
+# Assets that keep no partition manifest in the store (the takedown list's versions, the
+# catalog file, the report page): the others' manifests must still be there to skip a run.
+_NO_MANIFEST = frozenset({"takedowns", "catalog", "report"})
+
+
 def is_up_to_date(instance: DagsterInstance, name: str, partition: str | None,
-                  fingerprint: str) -> bool:
+                  fingerprint: str, store: Store | None = None) -> bool:
     """True when the latest materialization of every asset of the job (for the partition) comes
-    from one successful run with this inputs fingerprint."""
+    from one successful run with this inputs fingerprint and, given the `store`, the outputs
+    are still there (a deleted data folder is rebuilt, not skipped)."""
     tags = {INPUTS_TAG: fingerprint, **({"dagster/partition": partition} if partition else {})}
     last = instance.get_runs(RunsFilter(job_name=name, tags=tags,
                                         statuses=[DagsterRunStatus.SUCCESS]), limit=1)
@@ -116,7 +125,13 @@ def is_up_to_date(instance: DagsterInstance, name: str, partition: str | None,
         record = instance.get_latest_data_version_record(key, partition_key=partition)
         if record is None or record.run_id != last[0].run_id:
             return False
-    return True
+    return store is None or _outputs_present(store, name, partition)
+
+
+def _outputs_present(store: Store, name: str, partition: str | None) -> bool:
+    assets = [key.to_user_string() for key in job_asset_keys(name)]
+    return all(PartitionLayout(store, asset, partition or "all").is_complete()
+               for asset in assets if asset not in _NO_MANIFEST)
 
 
 def inputs_fingerprint(instance: DagsterInstance, name: str, partition: str | None,
@@ -140,6 +155,13 @@ def inputs_fingerprint(instance: DagsterInstance, name: str, partition: str | No
     if name == INPUT_JOB and partition:
         payload["input_files"] = _input_files(pipeline, partition)
     return stable_hash(payload, 24)
+
+
+def _store(run_config: dict) -> Store:
+    """The run's storage root, with S3 settings from the standard AWS environment."""
+    from resources import S3ClientFactory
+
+    return open_store(run_config["resources"]["storage"]["config"]["root"], S3ClientFactory(()))
 
 
 def _pipeline_settings(pipeline, name: str, partition: str | None) -> dict:  # noqa: ANN001

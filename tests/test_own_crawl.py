@@ -84,3 +84,15 @@ def test_a_second_run_skips_what_is_up_to_date(
     again = corpus("backfill", cwd=deployment)
     assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-4000:]
     assert "up to date" in again.stdout + again.stderr
+
+
+def test_deleted_outputs_are_rebuilt_not_skipped(
+        deployment: Path, first_run: subprocess.CompletedProcess) -> None:
+    assert first_run.returncode == 0
+    shutil.rmtree(deployment / "data" / "shards")
+    again = corpus("backfill", cwd=deployment)
+    assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-4000:]
+    output = again.stdout + again.stderr
+    assert "per_snapshot[MY-CRAWL-01]: up to date, skipped" in output
+    assert re.search(r"dataset\[mine\]: run \w+ ok", output), output
+    assert len(list((deployment / "data" / "shards").glob("*/manifest.json"))) == 1
