@@ -55,7 +55,8 @@ from benchmarks.measure import Measured, run_measured  # noqa: E402
 WORK_DIR = BENCH_DIR / ".work"
 RUNS_DIR = WORK_DIR / "compare"
 RESULTS = BENCH_DIR / "results" / "compare.md"
-TOKENIZER = Path("/work/shared/data/tokenizers/gpt2/tokenizer.json")
+TOKENIZER = (Path(__file__).resolve().parents[2] / "shared" / "data"
+             / "tokenizers/gpt2/tokenizer.json")
 PARTS = ("main", "english", "fast", "overhead", "scaling")
 
 

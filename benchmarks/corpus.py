@@ -56,7 +56,7 @@ from lxml import etree
 from lxml import html as lxml_html
 
 BUILDER_VERSION = 3
-DEFAULT_DATA_DIR = Path("/work/shared/data")
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 DEFAULT_SEED = 20240518
 DEFAULT_RATE = 0.20
 RECORDS_PER_FILE = 500

@@ -60,7 +60,8 @@ OUR_BANNED_SUBSTRINGS = (
     "payday-loan",
     "replica-watches",
 )
-DEFAULT_TOKENIZER = Path("/work/shared/data/tokenizers/gpt2/tokenizer.json")
+DEFAULT_TOKENIZER = (Path(__file__).resolve().parents[2] / "shared" / "data"
+                     / "tokenizers/gpt2/tokenizer.json")
 STAGES = (
     "filter",
     "minhash_signatures",

@@ -65,7 +65,7 @@ from curation.evals import EvalItem, load_benchmarks, standard_benchmarks  # noq
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS = BENCH_DIR / "results" / "decontamination.md"
-DATA_DIR = Path("/work/shared/data")
+DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 TEXTS_5000 = BENCH_DIR / ".work" / "filters" / "texts-5000"
 NGRAM = 13
 MIN_DOCS = 5000

@@ -51,7 +51,8 @@ from curation.warc import WarcItem, iter_warc  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent
 WORK_DIR = BENCH_DIR / ".work"
-GOLD_DIR = Path("/work/shared/data/html_extraction/article-extraction-benchmark")
+GOLD_DIR = (Path(__file__).resolve().parents[2] / "shared" / "data"
+            / "html_extraction/article-extraction-benchmark")
 # datatrove end to end (extraction + filters + MinHash), documents/s per core, as stated in
 # issue 9; the 10x target is against this.
 DATATROVE_DOCS_PER_CORE = 24.0

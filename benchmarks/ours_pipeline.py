@@ -40,7 +40,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--mode", choices=("graph", "direct", "assets"), default="graph")
     parser.add_argument("--extractor", default="trafilatura")
     parser.add_argument("--tokenizer", type=Path,
-                        default=Path("/work/shared/data/tokenizers/gpt2/tokenizer.json"))
+                        default=Path(__file__).resolve().parents[2] / "shared" / "data"
+                        / "tokenizers/gpt2/tokenizer.json")
     return parser.parse_args(argv)
 
 

@@ -59,7 +59,7 @@ from curation.pii_rescan import residual_pii  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS = BENCH_DIR / "results" / "pii.md"
-DATA_DIR = Path("/work/shared/data")
+DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 TEXTS_5000 = BENCH_DIR / ".work" / "filters" / "texts-5000"
 HTML_CACHE = BENCH_DIR / ".work" / "minhash" / "html-texts.json"
 PRIVATE = PiiSettings(include_private_ips=True)
