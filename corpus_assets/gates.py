@@ -54,8 +54,6 @@ def require_passing_gates(context: AssetExecutionContext, upstream: str, partiti
 def curated_source(pipeline: PipelineConfig, partition: str) -> str | None:
     """The source's name when `partition` is a curated source judged by the curated filter
     policy (`sources.NAME.filters: curated`); the web bounds do not apply to it."""
-    if not partition.startswith(SOURCE_PREFIX):
-        return None
     name = partition.removeprefix(SOURCE_PREFIX)
-    source = pipeline.sources.get(name)
-    return name if source is not None and source.filters == "curated" else None
+    return name if partition.startswith(SOURCE_PREFIX) and name in pipeline.curated_sources() \
+        else None

@@ -4,7 +4,13 @@
 from dagster import AssetExecutionContext, DataVersion, MaterializeResult, MetadataValue, asset
 
 from curation.config import stable_hash
-from curation.inputs import describe, ignored_local_files, input_files_table, list_locations
+from curation.inputs import (
+    describe,
+    ignored_local_files,
+    input_files_table,
+    list_locations,
+    name_files,
+)
 from curation.partition import Manifest, PartitionLayout
 from partitions import snapshot_partitions
 from resources import PipelineResource, StorageResource
@@ -38,7 +44,7 @@ def warc_files(
     ignored = ignored_local_files(config, partition)
     if ignored:
         context.log.warning(f"warc_files[{partition}]: {len(ignored)} file(s) in the folder are "
-                            f"not WARC files and were not read: {_names(ignored)}")
+                            f"not WARC files and were not read: {name_files(ignored)}")
     listing = "\n".join(f"| {f.location} | {f.size} | {f.sha256[:16]} |" for f in files[:50])
     return MaterializeResult(
         metadata={
@@ -52,8 +58,3 @@ def warc_files(
         },
         data_version=DataVersion(manifest.data_version),
     )
-
-
-def _names(paths: list[str], limit: int = 5) -> str:
-    named = ", ".join(path.rsplit("/", 1)[-1] for path in paths[:limit])
-    return named + (f" and {len(paths) - limit} more" if len(paths) > limit else "")

@@ -53,7 +53,7 @@ def add_run(report: RunReport, run: Any) -> None:
     report.rows += summary_rows(run)
     failures, warnings = check_failures(run)
     report.failures += failures + step_failures(run)
-    report.warnings += warnings + input_file_warnings(run, failures + warnings)
+    report.warnings += warnings + input_file_warnings(run)
     if not run.result.success:
         report.failed_runs.append(run.result.run_id)
         missing = _not_materialized(run)
@@ -74,25 +74,24 @@ def check_failures(run: Any) -> tuple[list[str], list[str]]:
     return failures, warnings
 
 
-def input_file_warnings(run: Any, check_lines: list[str]) -> list[str]:
+def input_file_warnings(run: Any) -> list[str]:
     """Files in a snapshot folder that are not WARC files, and input files that gave no
     documents, or only part of theirs, where the `documents_files_readable` gate let them
     through (its own line names them when it fails)."""
     from curation.documents import describe_problem_files
+    from curation.inputs import name_files
 
+    failed = {evaluation.asset_key for evaluation in run.result.get_asset_check_evaluations()
+              if evaluation.check_name == "documents_files_readable" and not evaluation.passed}
     lines = []
     for event in run.result.get_asset_materialization_events():
         materialization = event.event_specific_data.materialization
+        where = f"{materialization.asset_key.to_user_string()}[{run.partition or 'all'}]"
         ignored = materialization.metadata.get("ignored_files")
         if ignored is not None and ignored.value:
-            names = ", ".join(path.rsplit("/", 1)[-1] for path in ignored.value)
-            lines.append(f"{materialization.asset_key.to_user_string()}[{run.partition}]: "
-                         f"not WARC files, not read: {names}")
+            lines.append(f"{where}: not WARC files, not read: {name_files(ignored.value)}")
         table = materialization.metadata.get("problem_files")
-        if table is None or not table.value.records:
-            continue
-        where = f"{materialization.asset_key.to_user_string()}[{run.partition or 'all'}]"
-        if any(line.startswith(f"{where} check documents_files_readable") for line in check_lines):
+        if table is None or not table.value.records or materialization.asset_key in failed:
             continue
         rows = [record.data for record in table.value.records]
         lines.append(f"{where}: {len(rows)} input file(s) gave no documents or only part of "

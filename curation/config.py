@@ -367,6 +367,10 @@ class PipelineConfig(_Strict):
             return "no source in pipeline.yaml is marked classifier_positive: true"
         return None
 
+    def curated_sources(self) -> set[str]:
+        """The sources judged by the curated filter policy (`sources.NAME.filters: curated`)."""
+        return {name for name, source in self.sources.items() if source.filters == "curated"}
+
     def partition_keys(self) -> list[str]:
         """Every partition of the `snapshot` set: snapshot ids, then `source:NAME` keys."""
         return sorted(self.snapshots) + [SOURCE_PREFIX + name for name in sorted(self.sources)]

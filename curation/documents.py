@@ -28,6 +28,7 @@ from curation.extract import (
     sniff_binary,
     unwrap_payload,
 )
+from curation.inputs import name_files
 from curation.partition import Manifest, PartitionLayout
 from curation.schema import DOCUMENT_SCHEMA, REJECT_SCHEMA, WEB_SOURCE, source_doc_id, web_doc_id
 from curation.stats import StageStats
@@ -328,9 +329,7 @@ def partition_problem_files(store: Store, partition: str) -> list[dict[str, str]
 
 def describe_problem_files(problems: list[dict[str, str]], limit: int = 5) -> str:
     """`a.warc.gz (empty_file), b.wet.gz (no_responses)` and how many more, for one line."""
-    named = [f"{Path(row['file']).name} ({row['problem']})" for row in problems[:limit]]
-    more = len(problems) - limit
-    return ", ".join(named) + (f" and {more} more" if more > 0 else "")
+    return name_files([f"{row['file']} ({row['problem']})" for row in problems], limit)
 
 
 # --- tasks -----------------------------------------------------------------------------------

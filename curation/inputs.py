@@ -111,6 +111,14 @@ def list_locations(pipeline: PipelineConfig, partition: str, reader: InputReader
     return found
 
 
+def name_files(labels: list[str], limit: int = 5) -> str:
+    """`a.warc.gz, b.warc.gz and 3 more`: file paths (or `path (note)` labels) by base name,
+    for one line of a log, a check description or the CLI."""
+    named = [label.rsplit("/", 1)[-1] for label in labels[:limit]]
+    more = len(labels) - limit
+    return ", ".join(named) + (f" and {more} more" if more > 0 else "")
+
+
 def ignored_local_files(pipeline: PipelineConfig, partition: str) -> list[str]:
     """Files in a local snapshot folder that are not read as WARC files (WET and WAT files,
     stray downloads), so that a user learns they were left out instead of finding out later."""

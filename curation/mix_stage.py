@@ -49,8 +49,7 @@ INPUT_ASSETS = ("documents", "language", "heuristics", "quality_scores", "decont
 
 def curated_sources(pipeline: PipelineConfig, recipe: RecipeConfig) -> list[str]:
     """The recipe's sources judged by the curated filter policy (`sources.NAME.filters`)."""
-    return sorted(name for name in recipe.sources
-                  if name in pipeline.sources and pipeline.sources[name].filters == "curated")
+    return sorted(pipeline.curated_sources() & set(recipe.sources))
 
 
 def input_versions(store: Store, recipe: RecipeConfig) -> dict[str, str]:

@@ -217,11 +217,19 @@ def current_model(store: Store) -> tuple[str, int]:
     return manifest.extra["classifier"]["model_sha256"], manifest.extra["max_chars_per_doc"]
 
 
+# Models this process has checked against their hash: every scoring task asks for the model,
+# and reading and hashing it once per worker is enough.
+_VERIFIED_MODELS: set[Path] = set()
+
+
 def _local_model(store: Store, sha256: str) -> Path:
     """The model in a local file named by its hash, fetched once per machine (fastText loads
     from a local path). A cached file that does not hash to its name (cut short by a writer
-    that died, as the old shared temporary name allowed) is fetched again."""
+    that died, as the old shared temporary name allowed) is fetched again; each process checks
+    a model once."""
     path = Path(tempfile.gettempdir()) / "corpus-models" / sha256 / "model.bin"
+    if path in _VERIFIED_MODELS:
+        return path
     if not path.exists() or hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Every worker of a run (and every run on the machine) may fetch at once: each writes
@@ -235,6 +243,7 @@ def _local_model(store: Store, sha256: str) -> Path:
                 temporary.unlink()
                 raise
         temporary.replace(path)
+    _VERIFIED_MODELS.add(path)
     return path
 
 
