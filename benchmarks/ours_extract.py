@@ -34,7 +34,7 @@ def _stage_stats(run: Any) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     from curation.config import DocumentsSettings
-    from curation.documents import run_documents
+    from curation.stages.documents import run_documents
     from curation.storage import open_store
 
     args = parse_args(argv)

@@ -138,16 +138,16 @@ def run_graph(pipeline: Path, root: Path, workers: int, home: Path) -> dict[str,
 
 def run_direct(pipeline_path: Path, root: Path, workers: int) -> dict[str, Any]:
     """The per-snapshot assets' kernel calls, in their order, without Dagster."""
-    from curation.annotate import DocumentsInput
     from curation.config import load_pipeline
-    from curation.dedup_stage import EXACT, LINES, NEAR, URL, run_partition_dedup
-    from curation.documents import run_documents, run_version
-    from curation.heuristics_stage import run_heuristics
     from curation.inputs import describe, input_files_table, list_locations
-    from curation.language import run_language
     from curation.partition import Manifest, PartitionLayout
     from curation.schema import WEB_SOURCE
-    from curation.scrub_stage import run_scrubbed
+    from curation.stages.base import DocumentsInput
+    from curation.stages.dedup import EXACT, LINES, NEAR, URL, run_partition_dedup
+    from curation.stages.documents import run_documents, run_version
+    from curation.stages.heuristics import run_heuristics
+    from curation.stages.language import run_language
+    from curation.stages.scrubbed import run_scrubbed
     from curation.storage import InputReader, open_store
 
     config = load_pipeline(pipeline_path)

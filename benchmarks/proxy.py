@@ -11,7 +11,7 @@ Method:
 2. Shards: GPT-2 (``../shared/data/tokenizers/gpt2/tokenizer.json``), `seq_len` 1024 (longer
    than the proxy's 256: each sequence is read as 4 windows), concat packing, one phase, seed
    7, built with `curation.shards.build_shards` into ``benchmarks/.work/proxy/``.
-3. Run: `curation.proxy.run_proxy_eval` with the default `ProxySettings` (or the overrides
+3. Run: `curation.proxy.scoring.run_proxy_eval` with the default `ProxySettings` (or the overrides
    given), in a fresh process, timed by ``benchmarks/measure.py`` (wall, CPU, peak memory).
 4. ``--candidate`` also builds a second version without the Wikipedia articles (books only),
    runs the same settings on it and renders `compare(baseline, candidate)`.
@@ -139,7 +139,8 @@ def child(shards: str, overrides: str, output: str) -> None:
     """One timed run (in its own process): writes the report JSON to `output`."""
     import logging
 
-    from curation.proxy import ProxySettings, run_proxy_eval
+    from curation.proxy.reports import ProxySettings
+    from curation.proxy.scoring import run_proxy_eval
     from curation.tokenizer import load_tokenizer
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -151,7 +152,7 @@ def child(shards: str, overrides: str, output: str) -> None:
 
 
 def timed_run(shards: Path, overrides: str, name: str) -> tuple[Any, Measured]:
-    from curation.proxy import ProxyReport
+    from curation.proxy.reports import ProxyReport
 
     output = WORK_DIR / f"report-{name}.json"
     measured = run_measured([sys.executable, __file__, "--child", str(shards), overrides,
@@ -171,7 +172,7 @@ def main() -> None:
     if args.child:
         child(*args.child)
         return
-    from curation.proxy import compare, render_comparison, render_report
+    from curation.proxy.compare import compare, render_comparison, render_report
     from curation.shards import read_manifest
 
     WORK_DIR.mkdir(parents=True, exist_ok=True)

@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         print("RESULT " + json.dumps(result), flush=True)
         return 0
     runs = measure(args)
-    from curation.shards import verify_shards
+    from curation.shard_integrity import verify_shards
 
     integrity = verify_shards(WORK_DIR / "last")
     verified = f"`verify_shards`: {integrity.summary()}"

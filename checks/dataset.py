@@ -14,19 +14,49 @@ from dagster import (
     asset_check,
 )
 
+from checks.expectations import (
+    Expectation,
+    TableSuite,
+    between,
+    contract_check,
+    describe,
+    expectations_result,
+    not_null,
+    of_type,
+    validate_table,
+)
+from checks.policy import gate_severity
 from checks.rescan import residual_pii_result, sample_texts
-from corpus_assets.gates import gate_severity
-from curation.dataset_stage import SHARDS, local_shards, shards_prefix
 from curation.decontamination import ResidualMatcher
 from curation.evals import load_benchmarks
+from curation.graph import MIX, SCRUBBED, SHARDS
 from curation.mix import delivered_tokens, ran_out_notes, share_failures
-from curation.mix_stage import MIX
 from curation.partition import PartitionLayout
-from curation.shards import verify_shards
+from curation.shard_integrity import verify_shards
+from curation.stages.dataset import local_shards, shards_prefix
 from curation.storage import Store, read_parquet
 from curation.takedowns import load_tombstones
 from partitions import recipe_partitions
 from resources import ComputeResource, PipelineResource, StorageResource
+
+MIX_SUITES = (
+    TableSuite("part", (*not_null("doc_id", "partition", "source", "phase", "occurrence",
+                                  "est_tokens"),
+                        Expectation("ExpectCompoundColumnsToBeUnique",
+                                    {"column_list": ["doc_id", "phase", "occurrence"]}),
+                        between("occurrence", 0), between("est_tokens", 0))),
+    TableSuite("decisions", (*not_null("doc_id", "partition", "kept", "rule"),
+                             Expectation("ExpectCompoundColumnsToBeUnique",
+                                         {"column_list": ["doc_id", "partition"]}),
+                             of_type("kept", "bool"), between("tokens", 0))),
+    TableSuite("shares", (*not_null("phase", "source", "target_share", "achieved_tokens"),
+                          between("target_share", 0.0, 1.0), between("achieved_share", 0.0, 1.0),
+                          between("achieved_tokens", 0), between("epochs", 0.0))),
+)
+SPANS_SUITE = TableSuite("spans", (
+    *not_null("shard", "sequence", "start", "end", "doc_id", "occurrence", "phase"),
+    between("shard", 0), between("sequence", 0), between("start", 0), between("end", 1),
+    between("occurrence", 0)))
 
 
 @asset_check(asset=SHARDS, name="mix_shares_on_target", blocking=True,
@@ -44,7 +74,7 @@ def mix_shares_on_target(
     name = context.op_execution_context.partition_key
     store = storage.store
     gates = pipeline.load().gates
-    version = PartitionLayout(store, SHARDS, name).complete_manifest().version
+    version = _dataset_version(store, name)
     manifest = json.loads(store.read_bytes(f"{shards_prefix(version)}/manifest.json"))
     delivered = delivered_tokens(manifest["tokens_by_phase_source"])
     shares = PartitionLayout(store, MIX, name).read_table(name="shares")
@@ -61,6 +91,11 @@ def mix_shares_on_target(
     )
 
 
+def _dataset_version(store: Store, recipe: str) -> str:
+    """The dataset version the recipe's `shards` partition holds."""
+    return PartitionLayout(store, SHARDS, recipe).complete_manifest().version
+
+
 def _selected_texts(store: Store, name: str) -> list[tuple[str, str]]:
     """(doc_id, final text) of a sample of the documents the mix selected."""
     occurrences = PartitionLayout(store, MIX, name).read_table(["doc_id", "partition"])
@@ -68,7 +103,7 @@ def _selected_texts(store: Store, name: str) -> list[tuple[str, str]]:
     for partition in sorted(set(occurrences["partition"].to_pylist())):
         wanted = pc.unique(occurrences.filter(pc.equal(occurrences["partition"], partition))
                            ["doc_id"])
-        rows = PartitionLayout(store, "scrubbed", partition).read_table(["doc_id", "text"])
+        rows = PartitionLayout(store, SCRUBBED, partition).read_table(["doc_id", "text"])
         rows = rows.filter(pc.is_in(rows["doc_id"], wanted))
         chosen += zip(rows["doc_id"].to_pylist(), rows["text"].to_pylist(), strict=True)
     return sample_texts([d for d, _ in chosen], [t for _, t in chosen])
@@ -118,7 +153,7 @@ def shards_integrity(
 ) -> AssetCheckResult:
     name = context.op_execution_context.partition_key
     store = storage.store
-    version = PartitionLayout(store, SHARDS, name).complete_manifest().version
+    version = _dataset_version(store, name)
     with tempfile.TemporaryDirectory(prefix="verify-") as folder:
         report = verify_shards(local_shards(store, shards_prefix(version), folder))
     return AssetCheckResult(
@@ -138,7 +173,7 @@ def shards_exclude_takedowns(
 ) -> AssetCheckResult:
     name = context.op_execution_context.partition_key
     store = storage.store
-    version = PartitionLayout(store, SHARDS, name).complete_manifest().version
+    version = _dataset_version(store, name)
     takedown = PartitionLayout(store, MIX, name).complete_manifest().extra["takedown_version"]
     gone = load_tombstones(store, takedown)
     spans = read_parquet(store, f"{shards_prefix(version)}/spans.parquet").select(["doc_id"])
@@ -152,3 +187,19 @@ def shards_exclude_takedowns(
                   "taken_down_documents": MetadataValue.int(len(gone)),
                   "still_present": MetadataValue.json(present[:20])},
     )
+
+
+mix_contract = contract_check(MIX, MIX_SUITES, recipe_partitions)
+
+
+@asset_check(asset=SHARDS, blocking=True, partitions_def=recipe_partitions,
+             description=describe([SPANS_SUITE]) + " (the dataset version's spans.parquet)")
+def shards_contract(
+    context: AssetCheckExecutionContext, storage: StorageResource
+) -> AssetCheckResult:
+    store = storage.store
+    version = _dataset_version(store, context.op_execution_context.partition_key)
+    spans = read_parquet(store, f"{shards_prefix(version)}/spans.parquet")
+    passed, rows = validate_table(spans, SPANS_SUITE, f"{SHARDS}.spans")
+    return expectations_result(passed, rows, {"rows": MetadataValue.int(spans.num_rows),
+                                              "dataset_version": MetadataValue.text(version)})

@@ -10,12 +10,56 @@ from dagster import (
     asset_check,
 )
 
-from corpus_assets.dedup import cross_dedup, dedup_clusters, exact_dedup, url_dedup
-from corpus_assets.gates import gate_severity
+from checks.expectations import (
+    TableSuite,
+    between,
+    contract_check,
+    decisions_suite,
+    in_set,
+    not_null,
+    of_type,
+    unique,
+)
+from checks.policy import gate_severity
+from curation.graph import (
+    ALL,
+    CROSS_DEDUP,
+    DEDUP_CLUSTERS,
+    DOCUMENTS,
+    EXACT_DEDUP,
+    LINE_DEDUP,
+    URL_DEDUP,
+)
 from curation.partition import PartitionLayout
+from curation.stages.dedup import REASONS
 from curation.stats import StageStats
 from partitions import snapshot_partitions
 from resources import PipelineResource, StorageResource
+
+
+def cluster_suites(asset: str) -> tuple[TableSuite, ...]:
+    """The members of the duplicate clusters a dedup stage found, and its drops."""
+    return (
+        TableSuite("part", (*not_null("doc_id", "cluster_id", "kept_doc_id", "keep"),
+                            unique("doc_id"), between("cluster_size", 2),
+                            of_type("keep", "bool"))),
+        TableSuite("decisions", (*decisions_suite(asset, [REASONS[asset]]).expectations,
+                                 *not_null("kept_doc_id"))),
+    )
+
+
+URL_DEDUP_SUITES = cluster_suites(URL_DEDUP)
+EXACT_DEDUP_SUITES = cluster_suites(EXACT_DEDUP)
+DEDUP_CLUSTERS_SUITES = cluster_suites(DEDUP_CLUSTERS)
+CROSS_DEDUP_SUITES = cluster_suites(CROSS_DEDUP)
+LINE_DEDUP_SUITES = (
+    TableSuite("part", (*not_null("doc_id", "lines_removed", "empty_after_edits"),
+                        unique("doc_id"), between("lines_removed", 0),
+                        of_type("empty_after_edits", "bool"))),
+    TableSuite("edits", (*not_null("doc_id", "line"), in_set("stage", [LINE_DEDUP]),
+                         in_set("kind", ["boilerplate_line"]), between("line", 0))),
+    decisions_suite(LINE_DEDUP, ["empty_after_edits"]),
+)
 
 
 def _kept_members_valid(storage: StorageResource, asset: str, partition: str) -> AssetCheckResult:
@@ -55,8 +99,8 @@ def _rate_within_bounds(pipeline: PipelineResource, storage: StorageResource, as
                                       "max": MetadataValue.float(limit)})
 
 
-def _partition_checks(asset_def, name: str):  # noqa: ANN001, ANN202 - a check factory
-    @asset_check(asset=asset_def, name=f"{name}_kept_members_valid", blocking=True,
+def _partition_checks(name: str):  # noqa: ANN202 - a check factory
+    @asset_check(asset=name, name=f"{name}_kept_members_valid", blocking=True,
                  partitions_def=snapshot_partitions,
                  description="Every duplicate names a kept member that exists in its cluster "
                  "and is not itself a duplicate.")
@@ -64,7 +108,7 @@ def _partition_checks(asset_def, name: str):  # noqa: ANN001, ANN202 - a check f
                    storage: StorageResource) -> AssetCheckResult:
         return _kept_members_valid(storage, name, context.op_execution_context.partition_key)
 
-    @asset_check(asset=asset_def, name=f"{name}_rate", blocking=True,
+    @asset_check(asset=name, name=f"{name}_rate", blocking=True,
                  partitions_def=snapshot_partitions,
                  description="Duplicate rate within gates.max_duplicate_rate (a warning "
                  "where gates.severity says warn).")
@@ -76,32 +120,38 @@ def _partition_checks(asset_def, name: str):  # noqa: ANN001, ANN202 - a check f
     return kept_valid, rate
 
 
-url_dedup_kept_valid, url_dedup_rate = _partition_checks(url_dedup, "url_dedup")
-exact_dedup_kept_valid, exact_dedup_rate = _partition_checks(exact_dedup, "exact_dedup")
-near_kept_valid, near_rate = _partition_checks(dedup_clusters, "dedup_clusters")
+url_dedup_kept_valid, url_dedup_rate = _partition_checks(URL_DEDUP)
+exact_dedup_kept_valid, exact_dedup_rate = _partition_checks(EXACT_DEDUP)
+near_kept_valid, near_rate = _partition_checks(DEDUP_CLUSTERS)
+url_dedup_contract = contract_check(URL_DEDUP, URL_DEDUP_SUITES, snapshot_partitions)
+exact_dedup_contract = contract_check(EXACT_DEDUP, EXACT_DEDUP_SUITES, snapshot_partitions)
+dedup_clusters_contract = contract_check(DEDUP_CLUSTERS, DEDUP_CLUSTERS_SUITES,
+                                         snapshot_partitions)
+cross_dedup_contract = contract_check(CROSS_DEDUP, CROSS_DEDUP_SUITES, None)
+line_dedup_contract = contract_check(LINE_DEDUP, LINE_DEDUP_SUITES, snapshot_partitions)
 
 
-@asset_check(asset=cross_dedup, blocking=True,
+@asset_check(asset=CROSS_DEDUP, blocking=True,
              description="Every cross-partition duplicate names a kept member that exists.")
 def cross_dedup_kept_members_valid(storage: StorageResource) -> AssetCheckResult:
-    return _kept_members_valid(storage, "cross_dedup", "all")
+    return _kept_members_valid(storage, CROSS_DEDUP, ALL)
 
 
-@asset_check(asset="line_dedup", blocking=True, partitions_def=snapshot_partitions,
+@asset_check(asset=LINE_DEDUP, blocking=True, partitions_def=snapshot_partitions,
              description="Every edit names a document of the partition; empty_after_edits drops "
              "only edited documents.")
 def line_dedup_edits_valid(context: AssetCheckExecutionContext,
                            storage: StorageResource) -> AssetCheckResult:
     partition = context.op_execution_context.partition_key
-    doc_ids = PartitionLayout(storage.store, "documents", partition).read_table(["doc_id"])
-    layout = PartitionLayout(storage.store, "line_dedup", partition)
+    doc_ids = PartitionLayout(storage.store, DOCUMENTS, partition).read_table(["doc_id"])
+    layout = PartitionLayout(storage.store, LINE_DEDUP, partition)
     edits = layout.read_table(["doc_id"], name="edits")
     drops = layout.read_table(["doc_id"], name="decisions")
     known = pc.is_in(edits["doc_id"], doc_ids["doc_id"])
     edited = set(edits["doc_id"].to_pylist())
     passed = pc.all(known).as_py() is not False and set(drops["doc_id"].to_pylist()) <= edited
     return AssetCheckResult(passed=bool(passed), severity=AssetCheckSeverity.ERROR,
-                            description=f"line_dedup[{partition}]: {edits.num_rows} edits, "
+                            description=f"{LINE_DEDUP}[{partition}]: {edits.num_rows} edits, "
                             f"{drops.num_rows} empty_after_edits drops"
                             + ("" if passed else " (an edit names a document not in the "
                                "partition, or a drop an unedited document)"),

@@ -9,13 +9,46 @@ from dagster import (
     asset_check,
 )
 
-from corpus_assets.gates import curated_source, gate_severity
+from checks.expectations import (
+    TableSuite,
+    between,
+    contract_check,
+    decisions_suite,
+    not_null,
+    of_type,
+    unique,
+)
+from checks.policy import curated_source, gate_severity
+from curation.graph import DOCUMENTS, HEURISTICS, MINHASH_SIGNATURES
 from curation.partition import PartitionLayout
 from partitions import snapshot_partitions
 from resources import PipelineResource, StorageResource
 
+# Signals that are shares of the document's characters, lines or words (None where undefined).
+FRACTIONS = (
+    "dup_para_frac", "dup_para_char_frac", "dup_line_frac", "dup_line_char_frac",
+    *(f"top_{n}_gram_char_frac" for n in (2, 3, 4)),
+    *(f"dup_{n}_gram_char_frac" for n in range(5, 11)),
+    "gopher_bullet_lines_frac", "gopher_ellipsis_lines_frac", "gopher_alpha_words_frac",
+    "fineweb_line_punct_ratio", "fineweb_short_line_ratio", "fineweb_char_dup_ratio",
+    "fineweb_list_ratio",
+)
+COUNTS = ("gopher_words", "gopher_stop_words", "c4_sentences", "c4_lines", "c4_lines_removed")
 
-@asset_check(asset="heuristics", blocking=True, partitions_def=snapshot_partitions,
+HEURISTICS_SUITES = (
+    TableSuite("part", (*not_null("doc_id", "keep"), unique("doc_id"), of_type("keep", "bool"),
+                        *(between(column, 0.0, 1.0) for column in FRACTIONS),
+                        *(between(column, 0) for column in COUNTS)),
+               optional=frozenset(FRACTIONS + COUNTS)),
+    decisions_suite(HEURISTICS),
+)
+MINHASH_SIGNATURES_SUITES = (
+    TableSuite("part", (*not_null("doc_id", "band_00"), unique("doc_id"),
+                        of_type("band_00", "uint64"))),
+)
+
+
+@asset_check(asset=HEURISTICS, blocking=True, partitions_def=snapshot_partitions,
              description="Exactly one signals row per document, in the same order; every drop "
              "has a decision row naming its rule.")
 def heuristics_cover_documents(
@@ -23,9 +56,9 @@ def heuristics_cover_documents(
 ) -> AssetCheckResult:
     partition = context.op_execution_context.partition_key
     store = storage.store
-    doc_ids = PartitionLayout(store, "documents", partition).read_table(["doc_id"])["doc_id"]
-    signals = PartitionLayout(store, "heuristics", partition).read_table(["doc_id", "keep"])
-    decisions = PartitionLayout(store, "heuristics", partition).read_table(
+    doc_ids = PartitionLayout(store, DOCUMENTS, partition).read_table(["doc_id"])["doc_id"]
+    signals = PartitionLayout(store, HEURISTICS, partition).read_table(["doc_id", "keep"])
+    decisions = PartitionLayout(store, HEURISTICS, partition).read_table(
         ["doc_id", "reason"], name="decisions")
     same_rows = signals["doc_id"].equals(doc_ids)
     drops = signals.num_rows - pc.sum(signals["keep"]).as_py()
@@ -42,7 +75,7 @@ def heuristics_cover_documents(
     )
 
 
-@asset_check(asset="heuristics", blocking=True, partitions_def=snapshot_partitions,
+@asset_check(asset=HEURISTICS, blocking=True, partitions_def=snapshot_partitions,
              description="The share of documents the default thresholds keep is within the "
              "pipeline's bounds (gates.heuristics_keep; a warning where gates.severity says "
              "warn). A curated source (filters: curated) is not judged by these web bounds: "
@@ -52,7 +85,7 @@ def heuristics_keep_rate(
 ) -> AssetCheckResult:
     partition = context.op_execution_context.partition_key
     config = pipeline.load()
-    keep = PartitionLayout(storage.store, "heuristics", partition).read_table(["keep"])["keep"]
+    keep = PartitionLayout(storage.store, HEURISTICS, partition).read_table(["keep"])["keep"]
     rate = pc.mean(keep).as_py() if len(keep) else 0.0
     bounds = config.gates.heuristics_keep
     metadata = {"keep_rate": MetadataValue.float(round(rate, 4)),
@@ -70,3 +103,8 @@ def heuristics_keep_rate(
         f"{'within' if passed else 'outside'} gates.heuristics_keep "
         f"[{bounds.min:.2%}, {bounds.max:.2%}]",
     )
+
+
+heuristics_contract = contract_check(HEURISTICS, HEURISTICS_SUITES, snapshot_partitions)
+minhash_signatures_contract = contract_check(MINHASH_SIGNATURES, MINHASH_SIGNATURES_SUITES,
+                                             snapshot_partitions)

@@ -8,22 +8,38 @@ from dagster import (
     asset_check,
 )
 
-from corpus_assets.gates import curated_source, gate_severity
-from corpus_assets.language import language
+from checks.expectations import (
+    TableSuite,
+    between,
+    contract_check,
+    decisions_suite,
+    not_null,
+    of_type,
+    unique,
+)
+from checks.policy import curated_source, gate_severity
 from curation.config import SOURCE_PREFIX
-from curation.language import ASSET, drift, language_mix
+from curation.graph import LANGUAGE
+from curation.language import drift, language_mix
 from curation.partition import PartitionLayout
 from curation.stats import StageStats
 from partitions import SNAPSHOT_PARTITIONS_NAME, snapshot_partitions
 from resources import PipelineResource, StorageResource
 
+LANGUAGE_SUITES = (
+    TableSuite("part", (*not_null("doc_id", "language", "language_score", "keep"),
+                        unique("doc_id"), between("language_score", 0.0, 1.0),
+                        of_type("language_score", "float32"), of_type("keep", "bool"))),
+    decisions_suite(LANGUAGE, ["low_language_score", "not_target_language"]),
+)
+
 
 def _stats(storage: StorageResource, partition: str) -> StageStats | None:
-    manifest = PartitionLayout(storage.store, ASSET, partition).read_manifest()
+    manifest = PartitionLayout(storage.store, LANGUAGE, partition).read_manifest()
     return StageStats.from_dict(manifest.extra["stats"]) if manifest else None
 
 
-@asset_check(asset=language, blocking=True, partitions_def=snapshot_partitions,
+@asset_check(asset=LANGUAGE, blocking=True, partitions_def=snapshot_partitions,
              description="Fails when the verdict would keep no document of the partition "
              "(a curated source with filters: curated is not judged: its selection ignores the "
              "language verdict).")
@@ -45,7 +61,7 @@ def language_keeps_documents(
                             metadata={"kept": MetadataValue.int(kept)})
 
 
-@asset_check(asset=language, partitions_def=snapshot_partitions,
+@asset_check(asset=LANGUAGE, partitions_def=snapshot_partitions,
              description="Warns when the language mix drifts far (total variation distance, "
              "language.max_drift) from that of the next lower snapshot id (an error where "
              "gates.severity says error).")
@@ -83,3 +99,6 @@ def _previous_snapshot(context: AssetCheckExecutionContext, storage: StorageReso
         if stats is not None:
             return key, stats
     return None
+
+
+language_contract = contract_check(LANGUAGE, LANGUAGE_SUITES, snapshot_partitions)

@@ -14,25 +14,25 @@ from dagster import (
 )
 
 from corpus_assets.metadata import counter_table
-from curation.config import dataset_version, stable_hash
-from curation.dataset_stage import (
-    SHARDS,
-    SHARDS_CODE_VERSION,
-    TOKENIZER,
-    TOKENIZER_CODE_VERSION,
-    build_dataset_shards,
-    build_tokenizer,
-    load_stored_tokenizer,
-)
-from curation.mix_stage import (
-    INPUT_ASSETS,
+from curation.graph import (
+    CROSS_DEDUP,
     MIX,
-    MIX_CODE_VERSION,
-    build_and_store_mix,
-    read_occurrences,
+    MIX_INPUTS,
+    SCRUBBED,
+    SHARDS,
+    TAKEDOWNS,
+    TOKENIZER,
 )
 from curation.partition import PartitionLayout
-from curation.shards import BuildInfo
+from curation.stages.dataset import (
+    MIX_CODE_VERSION,
+    SHARDS_CODE_VERSION,
+    TOKENIZER_CODE_VERSION,
+    build_and_store_mix,
+    build_tokenizer,
+    load_stored_tokenizer,
+    run_shards,
+)
 from partitions import every_partition, recipe_partitions
 from resources import ComputeResource, PipelineResource, StorageResource
 
@@ -40,7 +40,7 @@ from resources import ComputeResource, PipelineResource, StorageResource
 @asset(
     name=TOKENIZER,
     partitions_def=recipe_partitions,
-    deps=[every_partition("scrubbed")],
+    deps=[every_partition(SCRUBBED)],
     group_name="dataset",
     code_version=TOKENIZER_CODE_VERSION,
     description="The recipe's tokenizer: a pinned tokenizer.json, or a byte-level BPE trained on "
@@ -49,8 +49,8 @@ from resources import ComputeResource, PipelineResource, StorageResource
 def tokenizer(context: AssetExecutionContext, pipeline: PipelineResource,
               storage: StorageResource) -> MaterializeResult:
     name = context.partition_key
-    with storage.locked(context.run.run_id, TOKENIZER, name):
-        build = build_tokenizer(storage.store, pipeline.load(), name, pipeline.recipe(name))
+    build = build_tokenizer(storage.store, pipeline.load(), name, pipeline.recipe(name),
+                            context.run.run_id)
     pinned = build.tokenizer
     return MaterializeResult(
         metadata={"how": MetadataValue.text(build.how),
@@ -76,7 +76,7 @@ def _shares_table(shares: list[dict]) -> MetadataValue:
 @asset(
     name=MIX,
     partitions_def=recipe_partitions,
-    deps=[*map(every_partition, INPUT_ASSETS), "cross_dedup", "takedowns", TOKENIZER],
+    deps=[*map(every_partition, MIX_INPUTS), CROSS_DEDUP, TAKEDOWNS, TOKENIZER],
     group_name="dataset",
     code_version=MIX_CODE_VERSION,
     description="The recipe's selection over the annotated documents (language, heuristics, "
@@ -91,9 +91,9 @@ def mix(context: AssetExecutionContext, pipeline: PipelineResource,
         storage: StorageResource) -> MaterializeResult:
     name = context.partition_key
     store = storage.store
-    with storage.locked(context.run.run_id, MIX, name):
-        build = build_and_store_mix(store, name, pipeline.recipe(name),
-                                    load_stored_tokenizer(store, name), pipeline.load())
+    build = build_and_store_mix(store, name, pipeline.recipe(name),
+                                load_stored_tokenizer(store, name), pipeline.load(),
+                                context.run.run_id)
     extra = build.manifest.extra
     shares = PartitionLayout(store, MIX, name).read_table(name="shares").to_pylist()
     metadata = {
@@ -123,7 +123,7 @@ def mix(context: AssetExecutionContext, pipeline: PipelineResource,
 @asset(
     name=SHARDS,
     partitions_def=recipe_partitions,
-    deps=[MIX, TOKENIZER, every_partition("scrubbed")],
+    deps=[MIX, TOKENIZER, every_partition(SCRUBBED)],
     group_name="dataset",
     code_version=SHARDS_CODE_VERSION,
     description="Tokenized, globally shuffled (keyed hash of doc_id and occurrence within each "
@@ -133,26 +133,13 @@ def mix(context: AssetExecutionContext, pipeline: PipelineResource,
 def shards(context: AssetExecutionContext, pipeline: PipelineResource,
            storage: StorageResource, compute: ComputeResource) -> MaterializeResult:
     name = context.partition_key
-    store = storage.store
-    config, recipe = pipeline.load(), pipeline.recipe(name)
-    pinned = load_stored_tokenizer(store, name)
-    mixed = PartitionLayout(store, MIX, name).complete_manifest()
-    mix_version = mixed.data_version
-    version = dataset_version(
-        recipe, config, takedown_version=mixed.extra["takedown_version"],
-        input_data_versions={"mix": mix_version, "tokenizer": pinned.sha256},
-        code_versions={TOKENIZER: TOKENIZER_CODE_VERSION, MIX: MIX_CODE_VERSION,
-                       SHARDS: SHARDS_CODE_VERSION})
-    info = BuildInfo(version, recipe_hash=stable_hash(recipe.model_dump(mode="json")),
-                     pipeline_hash=config.section_hash("documents"),
-                     input_versions={"mix": mix_version, "tokenizer": pinned.sha256})
-    with storage.locked(context.run.run_id, SHARDS, name):
-        build = build_dataset_shards(store, name, recipe, read_occurrences(store, name), pinned,
-                                     info, threads=compute.workers)
+    build = run_shards(storage.store, name, pipeline.recipe(name), pipeline.load(),
+                       compute.workers, context.run.run_id)
+    version = build.dataset_version
     totals = build.manifest["totals"]
     metadata = {
         "dataset_version": MetadataValue.text(version),
-        "path": MetadataValue.path(store.uri(build.prefix)),
+        "path": MetadataValue.path(storage.store.uri(build.prefix)),
         "shards": MetadataValue.int(len(build.manifest["shards"])),
         "rebuilt": MetadataValue.bool(build.rebuilt),
     }

@@ -13,8 +13,9 @@ from dagster import (
 from corpus_assets.documents import documents
 from corpus_assets.gates import require_passing_gates
 from corpus_assets.metadata import counter_table, stage_metadata, task_logger
-from curation.annotate import DocumentsInput
-from curation.decontamination_stage import (
+from curation.graph import DOCUMENTS
+from curation.stages.base import DocumentsInput
+from curation.stages.decontamination import (
     ASSET,
     EVAL_SUITE,
     KERNEL_VERSION,
@@ -74,7 +75,7 @@ def decontaminated(
     compute: ComputeResource,
 ) -> MaterializeResult:
     partition = context.partition_key
-    require_passing_gates(context, "documents", partition)
+    require_passing_gates(context, DOCUMENTS, partition)
     result = run_decontaminated(DocumentsInput(storage.store, partition),
                                 pipeline.load().decontamination, compute.workers,
                                 task_logger(context, partition))

@@ -14,20 +14,18 @@ from dagster import (
 from corpus_assets.documents import documents
 from corpus_assets.gates import require_passing_gates
 from corpus_assets.metadata import stage_metadata
-from curation.annotate import DocumentsInput
-from curation.config import stable_hash
-from curation.dedup_stage import (
-    CROSS,
+from curation.graph import DOCUMENTS, MINHASH_SIGNATURES
+from curation.partition import PartitionLayout
+from curation.stages.base import DocumentsInput
+from curation.stages.dedup import (
     EXACT,
     KERNEL_VERSION,
     LINES,
     NEAR,
     URL,
-    local_index_folder,
     run_cross_dedup,
     run_partition_dedup,
 )
-from curation.partition import Manifest, PartitionLayout
 from curation.stats import StageStats
 from partitions import every_partition, snapshot_partitions
 from resources import ComputeResource, PipelineResource, StorageResource
@@ -50,7 +48,7 @@ def _partition_stage(stage: str, upstream: list[str]):  # noqa: ANN202 - a Dagst
     def materialize_stage(context: AssetExecutionContext, pipeline: PipelineResource,
                           storage: StorageResource, compute: ComputeResource) -> MaterializeResult:
         partition = context.partition_key
-        require_passing_gates(context, "documents", partition)
+        require_passing_gates(context, DOCUMENTS, partition)
         versions = {name: PartitionLayout(storage.store, name, partition)
                     .complete_manifest().data_version for name in upstream}
         result = run_partition_dedup(DocumentsInput(storage.store, partition), stage,
@@ -86,7 +84,7 @@ def _asset(stage: str, deps: list, upstream: list[str]):  # noqa: ANN202
 
 url_dedup = _asset(URL, [documents], [])
 exact_dedup = _asset(EXACT, [documents], [])
-dedup_clusters = _asset(NEAR, [documents, "minhash_signatures"], ["minhash_signatures"])
+dedup_clusters = _asset(NEAR, [documents, MINHASH_SIGNATURES], [MINHASH_SIGNATURES])
 line_dedup = _asset(LINES, [documents], [])
 
 
@@ -105,23 +103,12 @@ def cross_dedup(context: AssetExecutionContext, pipeline: PipelineResource,
     config = pipeline.load()
     store = storage.store
     partitions = [p for p in config.partition_keys()
-                  if PartitionLayout(store, "documents", p).is_complete()]
-    layout = PartitionLayout(store, CROSS, "all")
-    version = stable_hash({"kernel": KERNEL_VERSION, "settings": config.dedup.model_dump(),
-                           "documents": {p: PartitionLayout(store, "documents", p)
-                                         .complete_manifest().data_version
-                                         for p in partitions}})
-    with storage.locked(context.run.run_id, CROSS):
-        run = run_cross_dedup(store, partitions, config.dedup, local_index_folder(store))
-        layout.prepare(version)
-        manifest = Manifest(CROSS, "all", version, [layout.write_part(0, run.rows)],
-                            tables={"decisions": [layout.write_table("decisions", 0,
-                                                                     run.decisions)]},
-                            extra={"stats": run.stats.to_dict()})
-        layout.write_manifest(manifest)
+                  if PartitionLayout(store, DOCUMENTS, p).is_complete()]
+    run = run_cross_dedup(store, partitions, config.dedup, context.run.run_id)
     metadata = stage_metadata(run.stats, time.perf_counter() - started)
     metadata.update(cluster_metadata(run.stats))
     metadata["partitions_added"] = MetadataValue.json(run.added)
     metadata["partitions_reused"] = MetadataValue.json(run.reused)
     metadata["new_cross_links"] = MetadataValue.int(run.links)
-    return MaterializeResult(metadata=metadata, data_version=DataVersion(manifest.data_version))
+    return MaterializeResult(metadata=metadata,
+                             data_version=DataVersion(run.manifest.data_version))

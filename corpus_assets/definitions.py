@@ -1,29 +1,15 @@
-"""The code location: every asset, check, job, sensor and resource in one place."""
+"""The code location: every asset, check, job, sensor and resource in one place.
 
-from dagster import AssetSelection, Definitions, define_asset_job, load_asset_checks_from_modules
+Assets come from the modules `curation.graph.ASSET_MODULES` names, checks from every module of
+`checks/` (`checks.registry`): adding a stage registers nothing here."""
 
-import checks.dataset
-import checks.decontamination
-import checks.dedup
-import checks.documents
-import checks.heuristics
-import checks.language
-import checks.quality
-import checks.scrubbed
-import checks.warc_files
-from corpus_assets.dataset import mix, shards, tokenizer
-from corpus_assets.decontamination import decontaminated, eval_suite
-from corpus_assets.dedup import cross_dedup, dedup_clusters, exact_dedup, line_dedup, url_dedup
-from corpus_assets.documents import documents
-from corpus_assets.heuristics import heuristics
-from corpus_assets.language import language
-from corpus_assets.lineage import catalog, takedowns
-from corpus_assets.proxy import proxy_eval
-from corpus_assets.quality import quality_classifier, quality_scores
-from corpus_assets.report import report
-from corpus_assets.scrubbed import scrubbed
+import importlib
+
+from dagster import AssetSelection, Definitions, define_asset_job, load_assets_from_modules
+
+from checks.registry import ASSET_CHECKS
 from corpus_assets.sensors import register_partitions
-from corpus_assets.warc_files import warc_files
+from curation.graph import ASSET_MODULES, TAKEDOWNS
 from resources import default_resources
 
 # The main job runs in this order, since pipeline-wide models read every snapshot's signals and
@@ -55,7 +41,7 @@ dataset_job = define_asset_job(
 )
 takedown_list_job = define_asset_job(
     "takedown_list",
-    selection=AssetSelection.assets("takedowns"),
+    selection=AssetSelection.assets(TAKEDOWNS),
     description="Records the current takedown list's version (then run `dataset` per recipe).",
 )
 lineage_job = define_asset_job(
@@ -66,15 +52,9 @@ lineage_job = define_asset_job(
 MAIN_JOBS = ("per_snapshot", "models", "scores", "dataset", "lineage")
 
 defs = Definitions(
-    assets=[warc_files, documents, language, heuristics, url_dedup, exact_dedup,
-            dedup_clusters, line_dedup, scrubbed, cross_dedup, quality_classifier,
-            quality_scores, eval_suite, decontaminated, takedowns, tokenizer, mix, shards, report,
-            catalog, proxy_eval],
-    asset_checks=load_asset_checks_from_modules(
-        [checks.warc_files, checks.documents, checks.language, checks.heuristics,
-         checks.dedup, checks.scrubbed, checks.quality, checks.decontamination,
-         checks.dataset]
-    ),
+    assets=load_assets_from_modules(
+        [importlib.import_module(f"corpus_assets.{name}") for name in ASSET_MODULES]),
+    asset_checks=ASSET_CHECKS,
     jobs=[per_snapshot_job, models_job, scores_job, dataset_job, lineage_job,
           takedown_list_job],
     sensors=[register_partitions],

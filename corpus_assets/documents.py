@@ -6,26 +6,24 @@ from dagster import (
     DataVersion,
     MaterializeResult,
     MetadataValue,
-    TableColumn,
-    TableRecord,
-    TableSchema,
     asset,
 )
 
+from checks.documents import problem_files_metadata
 from checks.expectations import import_in_background
 from corpus_assets.metadata import samples_preview, stage_metadata, task_logger
-from corpus_assets.warc_files import ASSET as WARC_FILES
 from corpus_assets.warc_files import warc_files
 from curation.config import SOURCE_PREFIX, SourceConfig, stable_hash
-from curation.documents import (
+from curation.graph import WARC_FILES
+from curation.partition import PartitionLayout
+from curation.schema import WEB_SOURCE
+from curation.stages.documents import (
     KERNEL_VERSION,
     describe_problem_files,
     partition_problem_files,
     run_documents,
     run_version,
 )
-from curation.partition import PartitionLayout
-from curation.schema import WEB_SOURCE
 from curation.versions import library_versions
 from partitions import snapshot_partitions
 from resources import ComputeResource, PipelineResource, StorageResource
@@ -82,18 +80,3 @@ def documents(
                             f"{describe_problem_files(problems)} (rejects: "
                             f"{storage.store.uri(f'rejects/{partition}')})")
     return MaterializeResult(metadata=metadata, data_version=DataVersion(run.manifest.data_version))
-
-
-PROBLEM_FILES_SCHEMA = TableSchema(columns=[
-    TableColumn("file", "string", description="the input file"),
-    TableColumn("problem", "string", description="the file-level reject reasons"),
-    TableColumn("message", "string", description="what the reader found"),
-])
-
-
-def problem_files_metadata(problems: list[dict[str, str]]) -> dict[str, MetadataValue]:
-    """`problem_files` (a table: file, problem, message; the CLI's and the UI's warning) and
-    `problem_file_count`; the `documents_files_readable` gate judges the same list."""
-    return {"problem_files": MetadataValue.table([TableRecord(row) for row in problems],
-                                                 PROBLEM_FILES_SCHEMA),
-            "problem_file_count": MetadataValue.int(len(problems))}

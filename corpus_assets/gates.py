@@ -4,56 +4,61 @@ severity ERROR; a deployment makes a tunable check a warning with `gates.severit
 Dagster stops downstream steps only inside the run where a blocking check failed with ERROR
 severity; a later run of a downstream asset alone would read the bad partition. This makes the
 gate hold across runs, and lets a failure reported as a warning pass, as it does within a run.
+Which checks block comes from the checks' own specs (`checks.registry`), not the definitions.
 """
 
-from dagster import AssetCheckSeverity, AssetExecutionContext, AssetKey, Failure
-from dagster._core.event_api import PartitionKeyFilter
-from dagster._core.storage.asset_check_execution_record import (
-    AssetCheckExecutionRecord,
-    AssetCheckExecutionRecordStatus,
+from collections.abc import Mapping, Sequence
+
+from dagster import (
+    AssetCheckEvaluation,
+    AssetCheckKey,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    AssetKey,
+    DagsterEventType,
+    DagsterInstance,
+    EventLogEntry,
+    Failure,
 )
 
-from curation.config import SOURCE_PREFIX, Gates, PipelineConfig
+from checks.registry import BLOCKING_CHECKS
 
 
-def gate_severity(gates: Gates, check: str) -> AssetCheckSeverity:
-    """The severity `check` reports a failure with under the deployment's `gates.severity`."""
-    return AssetCheckSeverity.WARN if gates.severity_of(check) == "warn" \
-        else AssetCheckSeverity.ERROR
+def _latest_for_partition(
+    instance: DagsterInstance, keys: Sequence[AssetCheckKey], partition: str
+) -> Mapping[AssetCheckKey, tuple[str, EventLogEntry | None]]:
+    """(run id, latest event) of each check's latest execution on `partition`.
+
+    The one private import: Dagster 1.13 has no public API that reads a check's latest
+    execution for one partition; the event log storage's method takes this filter type, which
+    `dagster` does not export.
+    """
+    from dagster._core.event_api import PartitionKeyFilter
+
+    records = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        keys, partition_filter=PartitionKeyFilter(key=partition))
+    return {key: (record.run_id, record.event) for key, record in records.items()}
 
 
-def _failed_with_error(record: AssetCheckExecutionRecord) -> bool:
-    if record.status != AssetCheckExecutionRecordStatus.FAILED:
+def _failed_with_error(event: EventLogEntry | None) -> bool:
+    """An evaluation (not a planned or interrupted execution) that failed with ERROR."""
+    dagster_event = event.dagster_event if event else None
+    if dagster_event is None or dagster_event.event_type != DagsterEventType.ASSET_CHECK_EVALUATION:
         return False
-    dagster_event = record.event.dagster_event if record.event else None
-    if dagster_event is None:
-        return True  # no evaluation to read the severity from: treat as blocking
-    return dagster_event.asset_check_evaluation_data.severity == AssetCheckSeverity.ERROR
+    evaluation: AssetCheckEvaluation = dagster_event.asset_check_evaluation_data
+    return not evaluation.passed and evaluation.severity == AssetCheckSeverity.ERROR
 
 
 def require_passing_gates(context: AssetExecutionContext, upstream: str, partition: str) -> None:
     """Raises `Failure` naming the gate when the upstream partition's latest run of any of its
     blocking checks failed with severity ERROR (a warning stops nothing)."""
-    from corpus_assets.definitions import defs  # the graph, not an import cycle at load time
-
-    graph = defs.resolve_asset_graph()
-    storage = context.instance.event_log_storage
-    for check_key in graph.get_check_keys_for_assets({AssetKey(upstream)}):
-        if not graph.get(check_key).blocking:
-            continue
-        latest = storage.get_asset_check_execution_history(
-            check_key, limit=1, partition_filter=PartitionKeyFilter(key=partition))
-        if latest and _failed_with_error(latest[0]):
+    keys = [AssetCheckKey(AssetKey(upstream), name) for name in BLOCKING_CHECKS.get(upstream, ())]
+    latest = _latest_for_partition(context.instance, keys, partition)
+    for key in keys:
+        run_id, event = latest.get(key, ("", None))
+        if _failed_with_error(event):
             raise Failure(
-                f"{upstream}[{partition}] failed its blocking check {check_key.name} in run "
-                f"{latest[0].run_id}; fix it and re-materialize {upstream} first",
+                f"{upstream}[{partition}] failed its blocking check {key.name} in run "
+                f"{run_id}; fix it and re-materialize {upstream} first",
                 allow_retries=False,
             )
-
-
-def curated_source(pipeline: PipelineConfig, partition: str) -> str | None:
-    """The source's name when `partition` is a curated source judged by the curated filter
-    policy (`sources.NAME.filters: curated`); the web bounds do not apply to it."""
-    name = partition.removeprefix(SOURCE_PREFIX)
-    return name if partition.startswith(SOURCE_PREFIX) and name in pipeline.curated_sources() \
-        else None

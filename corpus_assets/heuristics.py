@@ -1,7 +1,7 @@
 """`heuristics[snapshot]` and `minhash_signatures[snapshot]`: one pass, one word split.
 
 Gopher quality and repetition, C4, FineWeb and bad-word signals with a verdict, and MinHash LSH
-band hashes of the same split (architecture.md, cost order).
+band hashes of the same split (docs/architecture.md, cost order).
 """
 
 from collections import Counter
@@ -17,21 +17,22 @@ from dagster import (
 
 from corpus_assets.gates import require_passing_gates
 from corpus_assets.metadata import counter_table, stage_metadata, task_logger
-from curation.annotate import DocumentsInput
-from curation.heuristics_stage import KERNEL_VERSION, SIGNATURES, run_heuristics
+from curation.graph import DOCUMENTS, HEURISTICS, LANGUAGE, MINHASH_SIGNATURES
 from curation.partition import PartitionLayout
+from curation.stages.base import DocumentsInput
+from curation.stages.heuristics import KERNEL_VERSION, run_heuristics
 from partitions import snapshot_partitions
 from resources import ComputeResource, PipelineResource, StorageResource
 
 
 @multi_asset(
     specs=[
-        AssetSpec("heuristics", deps=["documents", "language"], group_name="signals",
+        AssetSpec(HEURISTICS, deps=[DOCUMENTS, LANGUAGE], group_name="signals",
                   code_version=KERNEL_VERSION,
                   description="The published rule suites (Gopher quality and repetition, C4, "
                   "FineWeb) and a bad-word density over one word split per document: signals, "
                   "a verdict under the pipeline's thresholds, a decision per drop, C4 line edits."),
-        AssetSpec(SIGNATURES, deps=["documents"], group_name="signals",
+        AssetSpec(MINHASH_SIGNATURES, deps=[DOCUMENTS], group_name="signals",
                   code_version=KERNEL_VERSION,
                   description="MinHash LSH band hashes (word 5-grams, 14 bands x 8 rows, 64-bit "
                   "by default) of the same word split."),
@@ -46,8 +47,8 @@ def heuristics(
     compute: ComputeResource,
 ):
     partition = context.partition_key
-    require_passing_gates(context, "documents", partition)
-    require_passing_gates(context, "language", partition)
+    require_passing_gates(context, DOCUMENTS, partition)
+    require_passing_gates(context, LANGUAGE, partition)
     config = pipeline.load()
     result = run_heuristics(DocumentsInput(storage.store, partition), config.heuristics,
                             config.dedup.minhash, compute.workers,
@@ -62,12 +63,12 @@ def heuristics(
     metadata["skipped_for_language"] = counter_table(skipped, "rule skipped")
     metadata["skipped_rule_applications"] = MetadataValue.int(sum(skipped.values()))
     metadata["c4_edits"] = MetadataValue.int(stats.counts["edits"])
-    yield MaterializeResult(asset_key="heuristics", metadata=metadata,
+    yield MaterializeResult(asset_key=HEURISTICS, metadata=metadata,
                             data_version=DataVersion(result.manifest.data_version))
-    signatures = PartitionLayout(storage.store, SIGNATURES, partition).complete_manifest()
+    signatures = PartitionLayout(storage.store, MINHASH_SIGNATURES, partition).complete_manifest()
     minhash = config.dedup.minhash
     yield MaterializeResult(
-        asset_key=SIGNATURES,
+        asset_key=MINHASH_SIGNATURES,
         metadata={"rows_out": MetadataValue.int(signatures.rows),
                   "bands": MetadataValue.int(minhash.bands),
                   "rows_per_band": MetadataValue.int(minhash.rows),

@@ -5,9 +5,11 @@ from dagster import AssetExecutionContext, DataVersion, MaterializeResult, Metad
 from corpus_assets.documents import documents
 from corpus_assets.gates import require_passing_gates
 from corpus_assets.metadata import stage_metadata, task_logger
-from curation.annotate import DocumentsInput
 from curation.config import stable_hash
-from curation.language import KERNEL_VERSION, language_mix, model_sha256, run_language
+from curation.graph import DOCUMENTS
+from curation.language import KERNEL_VERSION, language_mix, model_sha256
+from curation.stages.base import DocumentsInput
+from curation.stages.language import run_language
 from partitions import snapshot_partitions
 from resources import ComputeResource, PipelineResource, StorageResource
 
@@ -27,7 +29,7 @@ def language(
     compute: ComputeResource,
 ) -> MaterializeResult:
     partition = context.partition_key
-    require_passing_gates(context, "documents", partition)
+    require_passing_gates(context, DOCUMENTS, partition)
     settings = pipeline.load().language
     result = run_language(DocumentsInput(storage.store, partition), settings, compute.workers,
                           task_logger(context, partition))

@@ -9,6 +9,7 @@ from dagster import (
 )
 
 from curation.catalog import refresh_catalog
+from curation.graph import CATALOG, CATALOG_INPUTS, CROSS_DEDUP, TAKEDOWNS
 from curation.takedowns import current_takedowns
 from partitions import every_partition
 from resources import CatalogResource, StorageResource
@@ -17,6 +18,7 @@ CATALOG_CODE_VERSION = "catalog-1"
 
 
 @asset(
+    name=TAKEDOWNS,
     group_name="models",
     code_version="takedowns-1",
     description="The current version of the takedown list (URLs and domains with reasons, "
@@ -34,10 +36,8 @@ def takedowns(storage: StorageResource) -> MaterializeResult:
 
 
 @asset(
-    deps=[every_partition(name)
-          for name in ("documents", "scrubbed", "decontaminated", "url_dedup", "exact_dedup",
-                       "dedup_clusters", "line_dedup", "language", "heuristics", "mix",
-                       "shards")] + ["cross_dedup", "takedowns"],
+    name=CATALOG,
+    deps=[*map(every_partition, CATALOG_INPUTS), CROSS_DEDUP, TAKEDOWNS],
     group_name="lineage",
     code_version=CATALOG_CODE_VERSION,
     description="DuckDB views over the Parquet outputs (documents without text, decisions, "
@@ -46,7 +46,7 @@ def takedowns(storage: StorageResource) -> MaterializeResult:
 )
 def catalog(context: AssetExecutionContext, storage: StorageResource,
             catalog: CatalogResource) -> MaterializeResult:
-    with storage.locked(context.run.run_id, "catalog"):
+    with storage.locked(context.run.run_id, CATALOG):
         summary = refresh_catalog(storage.store, catalog.path)
     rows = "\n".join(f"| {name} | {count:,} |" for name, count in sorted(summary.rows.items()))
     context.log.info(f"catalog refreshed at {summary.path} in {summary.seconds:.1f} s")

@@ -17,8 +17,10 @@ from dagster._core.definitions.data_version import extract_data_version_from_ent
 
 from corpus_assets.definitions import MAIN_JOBS, defs
 from curation.config import load_pipeline, load_recipe, stable_hash
+from curation.graph import ALL, PIPELINE_ORDER, WITHOUT_MANIFEST
 from curation.partition import PartitionLayout
 from curation.storage import Store, open_store
+from resources import S3ClientFactory, catalog_beside
 
 # Jobs whose assets are partitioned by snapshot, and by recipe; the others run once.
 PER_PARTITION_JOBS = {"per_snapshot", "scores"}
@@ -86,18 +88,10 @@ def run_main_jobs(
 
 @cache
 def pipeline_order() -> tuple[AssetKey, ...]:
-    """Every asset in dependency order, ties broken by the order `Definitions` lists them (the
-    order of the pipeline's stages), so a summary reads as the pipeline runs."""
-    graph = defs.resolve_asset_graph()
-    listed = [key for assets in defs.assets
-              for key in sorted(assets.keys, key=AssetKey.to_user_string)]
-    placed: list[AssetKey] = []
-    while len(placed) < len(listed):
-        ready = next(key for key in listed if key not in placed
-                     and all(parent in placed or parent not in listed
-                             for parent in graph.get(key).parent_keys))
-        placed.append(ready)
-    return tuple(placed)
+    """Every asset in the order the pipeline runs them (`curation.graph.PIPELINE_ORDER`, a
+    dependency order of the definitions' graph: tests/test_graph_names.py), so a summary reads
+    as the pipeline runs."""
+    return tuple(AssetKey(name) for name in PIPELINE_ORDER)
 
 
 def job_asset_keys(name: str) -> list[AssetKey]:
@@ -106,16 +100,12 @@ def job_asset_keys(name: str) -> list[AssetKey]:
     return [key for key in pipeline_order() if key in selected]
 
 
-# Assets that keep no partition manifest in the store (the takedown list's versions, the
-# catalog file, the report page): the others' manifests must still be there to skip a run.
-_NO_MANIFEST = frozenset({"takedowns", "catalog", "report"})
-
-
 def is_up_to_date(instance: DagsterInstance, name: str, partition: str | None,
                   fingerprint: str, store: Store | None = None) -> bool:
     """True when the latest materialization of every asset of the job (for the partition) comes
     from one successful run with this inputs fingerprint and, given the `store`, the outputs
-    are still there (a deleted data folder is rebuilt, not skipped)."""
+    are still there (a deleted data folder is rebuilt, not skipped: every manifest but those of
+    `WITHOUT_MANIFEST` must be there)."""
     tags = {INPUTS_TAG: fingerprint, **({"dagster/partition": partition} if partition else {})}
     last = instance.get_runs(RunsFilter(job_name=name, tags=tags,
                                         statuses=[DagsterRunStatus.SUCCESS]), limit=1)
@@ -130,8 +120,8 @@ def is_up_to_date(instance: DagsterInstance, name: str, partition: str | None,
 
 def _outputs_present(store: Store, name: str, partition: str | None) -> bool:
     assets = [key.to_user_string() for key in job_asset_keys(name)]
-    return all(PartitionLayout(store, asset, partition or "all").is_complete()
-               for asset in assets if asset not in _NO_MANIFEST)
+    return all(PartitionLayout(store, asset, partition or ALL).is_complete()
+               for asset in assets if asset not in WITHOUT_MANIFEST)
 
 
 def inputs_fingerprint(instance: DagsterInstance, name: str, partition: str | None,
@@ -159,8 +149,6 @@ def inputs_fingerprint(instance: DagsterInstance, name: str, partition: str | No
 
 def _store(run_config: dict) -> Store:
     """The run's storage root, with S3 settings from the standard AWS environment."""
-    from resources import S3ClientFactory
-
     return open_store(run_config["resources"]["storage"]["config"]["root"], S3ClientFactory(()))
 
 
@@ -197,7 +185,7 @@ def _upstream_data_versions(instance: DagsterInstance, name: str,
                     parent_key, partition_key=parent_partition)
                 version = extract_data_version_from_entry(record.event_log_entry) if record \
                     else None
-                label = f"{parent_key.to_user_string()}[{parent_partition or 'all'}]"
+                label = f"{parent_key.to_user_string()}[{parent_partition or ALL}]"
                 versions[label] = version.value if version else None
     return versions
 
@@ -208,7 +196,6 @@ def _input_files(pipeline, partition: str) -> list:  # noqa: ANN001 - PipelineCo
     ahead and reports it."""
     from curation.inputs import list_locations
     from curation.storage import InputReader
-    from resources import S3ClientFactory
 
     try:
         locations = list_locations(pipeline, partition, InputReader(S3ClientFactory(())))
@@ -227,6 +214,6 @@ def main_run_config(pipeline: str, root: str, workers: int, log_level: str = "IN
                  "storage": {"config": {"root": root}},
                  "pipeline": {"config": {"path": pipeline}}}
     if "://" not in root:  # beside a local root; an S3 root keeps the default local file
-        resources["catalog"] = {"config": {"path": str(Path(root) / "catalog.duckdb")}}
+        resources["catalog"] = {"config": {"path": catalog_beside(root)}}
     return {"resources": resources,
             "loggers": {"console": {"config": {"log_level": log_level}}}}

@@ -14,22 +14,16 @@ from pathlib import Path
 from dagster import AssetExecutionContext, Config, MaterializeResult, MetadataValue, asset
 from pydantic import Field
 
-from curation.dataset_stage import SHARDS, load_stored_tokenizer, local_shards, shards_prefix
+from curation.graph import PROXY_EVAL, SHARDS, TOKENIZER
 from curation.partition import PartitionLayout
-from curation.proxy import (
-    ComparisonRule,
-    ProxyReport,
-    ProxySettings,
-    compare,
-    render_comparison,
-    render_report,
-    run_proxy_eval,
-)
+from curation.proxy.compare import ComparisonRule, compare, render_comparison, render_report
+from curation.proxy.reports import ProxyReport, ProxySettings
+from curation.proxy.scoring import run_proxy_eval
+from curation.stages.dataset import load_stored_tokenizer, local_shards, shards_prefix
 from curation.storage import Store
 from partitions import recipe_partitions
 from resources import StorageResource
 
-PROXY_EVAL = "proxy_eval"
 # Opt-in assets carry this group and stay out of the main job.
 OPT_IN_GROUP = "opt_in"
 
@@ -61,7 +55,7 @@ def ablation(store: Store, baseline: str, candidate: str) -> tuple[str, bool]:
 @asset(
     name=PROXY_EVAL,
     partitions_def=recipe_partitions,
-    deps=[SHARDS, "tokenizer"],
+    deps=[SHARDS, TOKENIZER],
     group_name=OPT_IN_GROUP,
     code_version="proxy-eval-1",
     description="Trains a small proxy LM on the recipe's shards at a fixed token budget and "

@@ -12,11 +12,12 @@ from corpus_assets.documents import documents
 from corpus_assets.gates import require_passing_gates
 from corpus_assets.language import language
 from corpus_assets.metadata import stage_metadata, task_logger
-from curation.annotate import DocumentsInput
+from curation.graph import DOCUMENTS, HEURISTICS, QUALITY_CLASSIFIER
 from curation.partition import PartitionLayout
-from curation.quality_stage import (
+from curation.quality import WITHOUT_CLASSIFIER
+from curation.stages.base import DocumentsInput
+from curation.stages.quality import (
     KERNEL_VERSION,
-    WITHOUT_CLASSIFIER,
     run_classifier,
     run_scores,
     skip_classifier,
@@ -28,7 +29,7 @@ from resources import ComputeResource, PipelineResource, StorageResource
 
 
 @asset(
-    deps=[every_partition(documents), every_partition("heuristics")],
+    deps=[every_partition(documents), every_partition(HEURISTICS)],
     group_name="models",
     code_version=KERNEL_VERSION,
     description="fastText quality classifier: curated positives against a seeded sample of "
@@ -41,15 +42,15 @@ def quality_classifier(
     store = storage.store
     skipped = config.classifier_skipped()
     if skipped:
-        with storage.locked(context.run.run_id, "quality_classifier"):
+        with storage.locked(context.run.run_id, QUALITY_CLASSIFIER):
             manifest = skip_classifier(store, skipped)
         return _skipped_result(skipped, manifest.version)
     inputs = {}
     for partition in config.partition_keys():
-        manifest = PartitionLayout(store, "documents", partition).read_manifest()
+        manifest = PartitionLayout(store, DOCUMENTS, partition).read_manifest()
         if manifest is not None:
             inputs[partition] = manifest.data_version
-    with storage.locked(context.run.run_id, "quality_classifier"):
+    with storage.locked(context.run.run_id, QUALITY_CLASSIFIER):
         run = run_classifier(store, config, inputs)
     trained = run.trained
     features = "\n".join(
@@ -90,7 +91,7 @@ def quality_scores(
     compute: ComputeResource,
 ) -> MaterializeResult:
     partition = context.partition_key
-    require_passing_gates(context, "documents", partition)
+    require_passing_gates(context, DOCUMENTS, partition)
     skipped = pipeline.load().classifier_skipped()
     if skipped:
         return _skipped_result(skipped, skip_scores(storage.store, partition, skipped).version)

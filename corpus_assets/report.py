@@ -13,8 +13,7 @@ from dagster import (
 )
 
 from curation.config import stable_hash
-from curation.dataset_stage import SHARDS
-from curation.mix_stage import INPUT_ASSETS, MIX
+from curation.graph import CROSS_DEDUP, MIX, MIX_INPUTS, REPORT, SHARDS
 from curation.report import (
     EDITS,
     REPORT_VERSION,
@@ -30,14 +29,13 @@ from curation.storage import LocalStore
 from partitions import every_partition, recipe_partitions
 from resources import PipelineResource, StorageResource
 
-REPORT = "report"
 METADATA_PLOT_DPI = 60  # a smaller copy of the plots for the event log
 
 
 @asset(
     name=REPORT,
     partitions_def=recipe_partitions,
-    deps=[SHARDS, MIX, *map(every_partition, INPUT_ASSETS), "cross_dedup"],
+    deps=[SHARDS, MIX, *map(every_partition, MIX_INPUTS), CROSS_DEDUP],
     group_name="dataset",
     code_version=REPORT_VERSION,
     description="The recipe's funnel report: documents and estimated tokens through every stage "

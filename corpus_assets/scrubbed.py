@@ -1,5 +1,5 @@
 """`scrubbed[snapshot]`: the text rewritten once, with every recorded edit and typed PII
-placeholders (architecture.md, "Annotate, then select")."""
+placeholders (docs/architecture.md, "Annotate, then select")."""
 
 from dagster import (
     AssetExecutionContext,
@@ -13,8 +13,9 @@ from corpus_assets.dedup import line_dedup
 from corpus_assets.documents import documents
 from corpus_assets.gates import require_passing_gates
 from corpus_assets.metadata import samples_preview, stage_metadata, task_logger
-from curation.annotate import DocumentsInput
-from curation.scrub_stage import ASSET, KERNEL_VERSION, run_scrubbed
+from curation.graph import DOCUMENTS, HEURISTICS, LINE_DEDUP
+from curation.stages.base import DocumentsInput
+from curation.stages.scrubbed import ASSET, KERNEL_VERSION, run_scrubbed
 from partitions import snapshot_partitions
 from resources import ComputeResource, PipelineResource, StorageResource
 
@@ -24,7 +25,7 @@ SAMPLE_SIZE = 5
 @asset(
     name=ASSET,
     partitions_def=snapshot_partitions,
-    deps=[documents, "heuristics", line_dedup],
+    deps=[documents, HEURISTICS, line_dedup],
     group_name="scrub",
     code_version=KERNEL_VERSION,
     description="The text with every recorded edit applied in one rewrite (C4 line removals and "
@@ -38,7 +39,7 @@ def scrubbed(
     compute: ComputeResource,
 ) -> MaterializeResult:
     partition = context.partition_key
-    for upstream in ("documents", "heuristics", "line_dedup"):
+    for upstream in (DOCUMENTS, HEURISTICS, LINE_DEDUP):
         require_passing_gates(context, upstream, partition)
     settings = pipeline.load().pii
     path = f"samples/{ASSET}/{partition}.jsonl"

@@ -4,6 +4,7 @@
 from dagster import AssetExecutionContext, DataVersion, MaterializeResult, MetadataValue, asset
 
 from curation.config import stable_hash
+from curation.graph import WARC_FILES
 from curation.inputs import (
     describe,
     ignored_local_files,
@@ -15,7 +16,7 @@ from curation.partition import Manifest, PartitionLayout
 from partitions import snapshot_partitions
 from resources import PipelineResource, StorageResource
 
-ASSET = "warc_files"
+ASSET = WARC_FILES
 
 
 @asset(

@@ -18,6 +18,10 @@ from typing import Annotated
 
 import typer
 
+from corpus_cli.common import open_root, register, validated_recipes
+from corpus_cli.deployment import fail, open_instance
+from curation.graph import ALL, SHARDS, TOKENIZER
+
 lineage_app = typer.Typer(help="Record-level lineage: URL, token and asset look-ups.",
                           no_args_is_help=True)
 takedown_app = typer.Typer(help="Take pages down: record, rebuild, purge, audit.",
@@ -28,14 +32,6 @@ shards_app = typer.Typer(help="Training shards: verify and inspect a dataset ver
 RootOption = Annotated[str, typer.Option(help="Storage root: folder or s3://bucket/prefix")]
 CatalogOption = Annotated[Path | None, typer.Option(
     help="The catalog file (default: ROOT/catalog.duckdb)")]
-
-
-def _store(root: str):  # noqa: ANN202 - a curation Store
-    from dagster_aws.s3 import S3Resource
-
-    from resources import StorageResource
-
-    return StorageResource(root=root, s3=S3Resource()).store
 
 
 def _catalog_path(root: str, catalog: Path | None) -> Path:
@@ -122,7 +118,7 @@ def lineage_refresh(root: RootOption = "data", catalog: CatalogOption = None) ->
     """Rebuild the catalog now (the `catalog` asset does the same in the main job)."""
     from curation.catalog import refresh_catalog
 
-    summary = refresh_catalog(_store(root), _catalog_path(root, catalog))
+    summary = refresh_catalog(open_root(root), _catalog_path(root, catalog))
     typer.echo(f"{summary.path}: {summary.rows} in {summary.seconds:.1f} s")
 
 
@@ -134,25 +130,24 @@ def rebuild_after_takedown(pipeline: Path, root: str, workers: int) -> dict[str,
     recipe -> dataset version. Nothing upstream of the mix runs."""
     from corpus_assets.definitions import defs
     from corpus_assets.main_job import main_run_config
-    from corpus_cli.main import _instance, _recipes, register
 
     register(pipeline)
-    instance = _instance()
+    instance = open_instance()
     config = main_run_config(str(pipeline), root, workers)
     versions = {}
-    plan = [("takedown_list", None), *(("dataset", r) for r in _recipes(pipeline)),
+    plan = [("takedown_list", None), *(("dataset", r) for r in validated_recipes(pipeline)),
             ("lineage", None)]
     for job, partition in plan:
         result = defs.resolve_job_def(job).execute_in_process(
             partition_key=partition, instance=instance, run_config=config,
             raise_on_error=False)
         if not result.success:
-            typer.secho(f"{job}[{partition or 'all'}] failed", fg=typer.colors.RED, err=True)
+            typer.secho(f"{job}[{partition or ALL}] failed", fg=typer.colors.RED, err=True)
             raise typer.Exit(1)
         if job == "dataset":
             from curation.partition import PartitionLayout
 
-            versions[partition] = PartitionLayout(_store(root), "shards", partition)\
+            versions[partition] = PartitionLayout(open_root(root), SHARDS, partition)\
                 .complete_manifest().version
     return versions
 
@@ -177,7 +172,7 @@ def takedown_add(
         typer.secho("give --url or --domain, and --reason and --who", fg=typer.colors.RED,
                     err=True)
         raise typer.Exit(2)
-    store = _store(root)
+    store = open_root(root)
     added = add_takedowns(store, requests, who, datetime.now(UTC))
     typer.echo(f"takedown list version {added.version} (#{added.number}): "
                f"{len(added.added)} new entries")
@@ -190,7 +185,7 @@ def takedown_list(root: RootOption = "data") -> None:
     """The current takedown list."""
     from curation.takedowns import current_takedowns
 
-    current = current_takedowns(_store(root))
+    current = current_takedowns(open_root(root))
     typer.echo(f"version {current.version} (#{current.number})")
     for entry in current.entries:
         typer.echo(f"{entry.kind}\t{entry.canonical}\t{entry.reason}\t{entry.requested_by}\t"
@@ -202,7 +197,7 @@ def takedown_audit(root: RootOption = "data") -> None:
     """Every takedown event: who asked, when, what, which versions changed."""
     from curation.takedowns import audit_log
 
-    for record in audit_log(_store(root)):
+    for record in audit_log(open_root(root)):
         typer.echo(json.dumps(record, sort_keys=True, default=str))
 
 
@@ -212,7 +207,7 @@ def _rebuild_and_record(pipeline: Path, root: str, workers: int, who: str,
 
     started = time.perf_counter()
     versions = rebuild_after_takedown(pipeline, root, workers)
-    record_audit(_store(root), "rebuild", who, datetime.now(UTC), details, versions)
+    record_audit(open_root(root), "rebuild", who, datetime.now(UTC), details, versions)
     for recipe, version in versions.items():
         typer.echo(f"recipe {recipe}: dataset version {version}")
     typer.echo(f"rebuilt in {time.perf_counter() - started:.1f} s")
@@ -230,7 +225,7 @@ def takedown_rebuild(
     from curation.takedowns import current_takedowns
 
     _rebuild_and_record(pipeline, root, workers, who,
-                        {"takedown_version": current_takedowns(_store(root)).version})
+                        {"takedown_version": current_takedowns(open_root(root)).version})
 
 
 @takedown_app.command("purge")
@@ -247,15 +242,16 @@ def takedown_purge(
 ) -> None:
     """Rewrite the intermediate parts, samples and reports without the taken-down text, then
     rebuild what the purge made stale."""
+    from curation.report import rewrite_stored_report
     from curation.takedowns import load_tombstones, purge, versions_holding
 
-    store = _store(root)
+    store = open_root(root)
     tombstones = load_tombstones(store)
     if not len(tombstones):
         typer.echo("nothing to purge: no taken-down document (rebuild after `takedown add`)")
         return
     report = purge(store, tombstones.doc_ids, delete_old_versions=delete_old_versions,
-                   who=who, when=datetime.now(UTC))
+                   who=who, when=datetime.now(UTC), rewrite_report=rewrite_stored_report)
     typer.echo(f"purged {report.total_rows_removed} rows from {len(report.rows_removed)} files "
                "(parts, samples, reports); deleted versions: "
                f"{', '.join(report.deleted_versions) or 'none'}")
@@ -279,10 +275,10 @@ def takedown_purge(
 
 
 def _shards_folder(store, version: str) -> Path:  # noqa: ANN001 - a Store
-    from curation.dataset_stage import local_shards, shards_prefix
     from curation.partition import PartitionLayout
+    from curation.stages.dataset import local_shards, shards_prefix
 
-    manifest = PartitionLayout(store, "shards", version).read_manifest()
+    manifest = PartitionLayout(store, SHARDS, version).read_manifest()
     version = manifest.version if manifest is not None else version  # a recipe name works too
     folder = Path(tempfile.gettempdir()) / f"corpus-shards-{version}"  # S3 roots download here
     return local_shards(store, shards_prefix(version), str(folder))
@@ -291,9 +287,9 @@ def _shards_folder(store, version: str) -> Path:  # noqa: ANN001 - a Store
 @shards_app.command("verify")
 def shards_verify(version: str, root: RootOption = "data") -> None:
     """Integrity of a dataset version (or a recipe's current one) against its manifest."""
-    from curation.shards import verify_shards
+    from curation.shard_integrity import verify_shards
 
-    report = verify_shards(_shards_folder(_store(root), version))
+    report = verify_shards(_shards_folder(open_root(root), version))
     typer.echo(report.summary())
     if not report.ok:
         raise typer.Exit(1)
@@ -304,7 +300,7 @@ def shards_inspect(version: str, sequence: Annotated[int | None, typer.Option(
         help="Show this sequence's documents: doc_id, URL, token range and text")] = None,
         root: RootOption = "data", catalog: CatalogOption = None) -> None:
     """A dataset version's manifest summary, and optionally the documents of one sequence."""
-    store = _store(root)
+    store = open_root(root)
     folder = _shards_folder(store, version)
     manifest = json.loads((folder / "manifest.json").read_text())
     summary = {key: manifest[key] for key in ("version", "dtype", "seq_len", "totals",
@@ -325,21 +321,16 @@ def _shard_of(manifest: dict, sequence: int) -> tuple[int, int]:
         if shard["first_sequence"] <= sequence < shard["first_sequence"] + shard["sequences"]:
             return index, sequence - shard["first_sequence"]
     total = manifest["totals"]["sequences"]
-    raise _fail(f"sequence {sequence} is outside {manifest['version']}: valid sequences are 0 "
+    raise fail(f"sequence {sequence} is outside {manifest['version']}: valid sequences are 0 "
                 f"to {total - 1}")
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.secho(message, fg=typer.colors.RED, err=True)
-    return typer.Exit(2)
 
 
 def _stored_tokenizer(store, sha256: str):  # noqa: ANN001, ANN202 - Store -> PinnedTokenizer
     """The recipe tokenizer with this hash, if a `tokenizer` partition still holds it."""
     from curation.catalog import read_manifests
-    from curation.dataset_stage import load_stored_tokenizer
+    from curation.stages.dataset import load_stored_tokenizer
 
-    for _, manifest in read_manifests(store, ["tokenizer"]):
+    for _, manifest in read_manifests(store, [TOKENIZER]):
         if manifest.extra.get("sha256") == sha256:
             return load_stored_tokenizer(store, manifest.partition)
     return None

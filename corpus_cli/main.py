@@ -16,8 +16,13 @@ from typing import Annotated
 
 import typer
 
+from corpus_cli.common import (
+    load_pipeline_or_exit,
+    open_root,
+    register,
+    validated_recipes,
+)
 from corpus_cli.deployment import (
-    HOW_TO_CHOOSE,
     PROJECT_DIR_ENV,
     PROJECT_ROOT,
     dagster_home,
@@ -30,13 +35,8 @@ from corpus_cli.deployment import (
 )
 from corpus_cli.lineage import lineage_app, shards_app, takedown_app
 from corpus_cli.runs import RunReport, add_run, print_failures, print_summary, run_line
-from curation.config import (
-    ConfigError,
-    dataset_version,
-    load_pipeline,
-    load_recipe,
-    recipe_names,
-)
+from curation.config import ConfigError, dataset_version, load_pipeline, load_recipe
+from curation.graph import ALL, REPORT, SHARDS
 from curation.preflight import Preflight, preflight
 
 app = typer.Typer(help="LLM pretraining-data platform: run, register, inspect. Works on one "
@@ -52,7 +52,7 @@ app.add_typer(snapshots_app, name="snapshots")
 app.add_typer(config_app, name="config")
 app.add_typer(lineage_app, name="lineage")
 app.add_typer(takedown_app, name="takedown")
-app.add_typer(shards_app, name="shards")
+app.add_typer(shards_app, name=SHARDS)
 
 PipelineOption = Annotated[Path, typer.Option(help="The deployment's pipeline.yaml")]
 
@@ -66,20 +66,6 @@ def choose_deployment(
         "to it.")] = None,
 ) -> None:
     enter_deployment(project_dir)
-
-
-def _instance():  # noqa: ANN202 - a DagsterInstance
-    return open_instance()
-
-
-def _load_pipeline_or_exit(path: Path):
-    if not path.is_file():
-        raise fail(f"{path.resolve()}: no such file. {HOW_TO_CHOOSE}")
-    try:
-        return load_pipeline(path)
-    except ConfigError as error:
-        typer.secho(str(error), fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
 
 
 # --- config ----------------------------------------------------------------------------------
@@ -127,37 +113,6 @@ def print_skipped(checked: Preflight) -> None:
 # --- partitions ------------------------------------------------------------------------------
 
 
-def register(pipeline: Path) -> list[str]:
-    """Adds the pipeline's partitions and the recipes beside it to the instance; returns the
-    ones that were new."""
-    from partitions import RECIPE_PARTITIONS_NAME, SNAPSHOT_PARTITIONS_NAME
-
-    config = _load_pipeline_or_exit(pipeline)
-    instance = _instance()
-    added = []
-    for name, declared in ((SNAPSHOT_PARTITIONS_NAME, config.partition_keys()),
-                           (RECIPE_PARTITIONS_NAME, _recipes(pipeline))):
-        known = set(instance.get_dynamic_partitions(name))
-        missing = [key for key in declared if key not in known]
-        if missing:
-            instance.add_dynamic_partitions(name, missing)
-        added += missing
-    return added
-
-
-def _recipes(pipeline: Path) -> list[str]:
-    """The recipe partitions: every recipe beside the pipeline, validated now."""
-    config = _load_pipeline_or_exit(pipeline)
-    folder = pipeline.resolve().parent / "recipes"
-    for name in recipe_names(folder):
-        try:
-            load_recipe(folder / f"{name}.yaml", config)
-        except ConfigError as error:
-            typer.secho(str(error), fg=typer.colors.RED, err=True)
-            raise typer.Exit(2) from None
-    return recipe_names(folder)
-
-
 @snapshots_app.command("register")
 def snapshots_register(pipeline: PipelineOption = Path("pipeline.yaml")) -> None:
     """Register every snapshot and source of pipeline.yaml as a partition."""
@@ -171,8 +126,8 @@ def snapshots_list() -> None:
     declares."""
     from partitions import SNAPSHOT_PARTITIONS_NAME
 
-    declared = set(_load_pipeline_or_exit(Path("pipeline.yaml")).partition_keys())
-    for key in _instance().get_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME):
+    declared = set(load_pipeline_or_exit(Path("pipeline.yaml")).partition_keys())
+    for key in open_instance().get_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME):
         typer.echo(key if key in declared else f"{key}  (not in pipeline.yaml: "
                    f"`corpus snapshots remove {key}`)")
 
@@ -185,7 +140,7 @@ def snapshots_remove(
     their run history stay)."""
     from partitions import SNAPSHOT_PARTITIONS_NAME
 
-    instance = _instance()
+    instance = open_instance()
     known = set(instance.get_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME))
     unknown = [name for name in key if name not in known]
     if unknown:
@@ -224,7 +179,7 @@ def _run_plan(partitions: list[str], recipes: list[str],
     from corpus_assets.definitions import MAIN_JOBS
     from corpus_assets.main_job import job_partitions
 
-    return [f"{job}[{key or 'all'}]" for job in MAIN_JOBS if jobs is None or job in jobs
+    return [f"{job}[{key or ALL}]" for job in MAIN_JOBS if jobs is None or job in jobs
             for key in job_partitions(job, partitions, recipes)]
 
 
@@ -239,7 +194,7 @@ def materialize_partitions(partitions: list[str], workers: int, root: str, pipel
 
     print_skipped(preflight_or_exit(pipeline))  # what a run needs, before the first run
     started = time.perf_counter()
-    recipes = _recipes(pipeline)
+    recipes = validated_recipes(pipeline)
     plan = _run_plan(partitions, recipes, jobs)
     report = RunReport()
     with _run_progress() as progress:
@@ -255,7 +210,7 @@ def materialize_partitions(partitions: list[str], workers: int, root: str, pipel
 
         run_config = main_run_config(str(pipeline.resolve()), storage_root(root), workers,
                                      log_level="INFO" if verbose else "CRITICAL")
-        runs = run_main_jobs(_instance(), partitions, run_config, on_run, recipes=recipes,
+        runs = run_main_jobs(open_instance(), partitions, run_config, on_run, recipes=recipes,
                              jobs=jobs or MAIN_JOBS, record_inputs=True,
                              skip_up_to_date=not force)
         report.not_run = plan[len(runs):]
@@ -315,7 +270,7 @@ def backfill(
         raise typer.Exit(2)
     register(pipeline)
     _note_foreign_pipeline(pipeline)
-    config = _load_pipeline_or_exit(pipeline)
+    config = load_pipeline_or_exit(pipeline)
     undeclared = sorted(set(partition or []) - set(config.partition_keys()))
     if undeclared:
         typer.secho(f"--partition: {', '.join(undeclared)} not declared in {pipeline}; "
@@ -353,11 +308,11 @@ def sample_run(
     pipeline = Path("pipeline.yaml")
     added = register(pipeline)
     typer.echo(f"registered partitions: {', '.join(added) or 'already registered'}")
-    config = _load_pipeline_or_exit(pipeline)
+    config = load_pipeline_or_exit(pipeline)
     report = materialize_partitions(config.partition_keys(), workers, root, pipeline,
                                     force=force, verbose=verbose)
     _finish(report, "corpus sample run")
-    for name in _recipes(pipeline):
+    for name in validated_recipes(pipeline):
         report_html = Path(root) / "reports" / name / "report.html"
         if report_html.exists():
             typer.echo(f"\nFunnel report of recipe {name}: {report_html.resolve()}")
@@ -448,7 +403,7 @@ def _refresh_sample(folder: Path, seed: int) -> None:
     typer.echo(f"sample: {layout.page_count} pages under {folder} ({changed} files written)")
 
 
-@app.command("report")
+@app.command(REPORT)
 def report(
     recipe: Annotated[str, typer.Option(help="Recipe name: recipes/NAME.yaml beside the "
                                         "pipeline")],
@@ -463,7 +418,7 @@ def report(
     from curation.storage import open_store
     from resources import S3ClientFactory
 
-    config = _load_pipeline_or_exit(pipeline)
+    config = load_pipeline_or_exit(pipeline)
     path = pipeline.resolve().parent / "recipes" / f"{recipe}.yaml"
     try:
         loaded = load_recipe(path, config)
@@ -498,9 +453,8 @@ def ablation_command(
 ) -> None:
     """Two proxy_eval results side by side, and whether the candidate ships."""
     from corpus_assets.proxy import ablation
-    from corpus_cli.lineage import _store
 
-    table, ships = ablation(_store(root), baseline, candidate)
+    table, ships = ablation(open_root(root), baseline, candidate)
     typer.echo(table)
     typer.echo(f"\nverdict: {'ships' if ships else 'hold'}")
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import typer
 
+from curation.graph import ALL
+
 # Dagster's own wrappers around the exception a step raised; the reason is further down.
 _WRAPPERS = ("Dagster", "RemoteTraceback", "_RemoteTraceback")
 _MAX_REASON = 400
@@ -31,7 +33,7 @@ class RunReport:
 
 
 def label(run: Any) -> str:
-    return f"{run.job}[{run.partition or 'all'}]"
+    return f"{run.job}[{run.partition or ALL}]"
 
 
 def run_line(run: Any, seconds: float) -> str:
@@ -46,7 +48,7 @@ def run_line(run: Any, seconds: float) -> str:
 def add_run(report: RunReport, run: Any) -> None:
     """Adds a finished (or skipped) run's rows, failures and warnings to the report."""
     if run.skipped:
-        report.rows.append({"stage": f"({run.job} job)", "partition": run.partition or "all",
+        report.rows.append({"stage": f"({run.job} job)", "partition": run.partition or ALL,
                             "in": None, "out": None, "survival": None, "seconds": None,
                             "note": "up to date, skipped"})
         return
@@ -67,7 +69,7 @@ def check_failures(run: Any) -> tuple[list[str], list[str]]:
     for evaluation in run.result.get_asset_check_evaluations():
         if evaluation.passed:
             continue
-        partition = evaluation.partition or run.partition or "all"
+        partition = evaluation.partition or run.partition or ALL
         where = f"{evaluation.asset_key.to_user_string()}[{partition}]"
         line = f"{where} check {evaluation.check_name}: {_check_reason(evaluation)}"
         (failures if evaluation.severity.value == "ERROR" else warnings).append(line)
@@ -78,15 +80,15 @@ def input_file_warnings(run: Any) -> list[str]:
     """Files in a snapshot folder that are not WARC files, and input files that gave no
     documents, or only part of theirs, where the `documents_files_readable` gate let them
     through (its own line names them when it fails)."""
-    from curation.documents import describe_problem_files
     from curation.inputs import name_files
+    from curation.stages.documents import describe_problem_files
 
     failed = {evaluation.asset_key for evaluation in run.result.get_asset_check_evaluations()
               if evaluation.check_name == "documents_files_readable" and not evaluation.passed}
     lines = []
     for event in run.result.get_asset_materialization_events():
         materialization = event.event_specific_data.materialization
-        where = f"{materialization.asset_key.to_user_string()}[{run.partition or 'all'}]"
+        where = f"{materialization.asset_key.to_user_string()}[{run.partition or ALL}]"
         ignored = materialization.metadata.get("ignored_files")
         if ignored is not None and ignored.value:
             lines.append(f"{where}: not WARC files, not read: {name_files(ignored.value)}")
@@ -120,7 +122,7 @@ def step_failures(run: Any) -> list[str]:
         error = event.event_specific_data.error
         if error is None or error.cls_name == "DagsterAssetCheckFailedError":
             continue
-        lines.append(f"{event.step_key}[{run.partition or 'all'}] step failed: "
+        lines.append(f"{event.step_key}[{run.partition or ALL}] step failed: "
                      f"{error_line(error)}")
     return lines
 
@@ -166,7 +168,7 @@ def summary_rows(run: Any) -> list[dict]:
         meta = {key: value.value for key, value in materialization.metadata.items()}
         rows.append({
             "stage": materialization.asset_key.to_user_string(),
-            "partition": run.partition or "all",
+            "partition": run.partition or ALL,
             "in": meta.get("candidates", meta.get("files")),
             "out": meta.get("rows_out", meta.get("documents_selected", meta.get("files"))),
             "survival": meta.get("survival_rate"),

@@ -1,5 +1,5 @@
 """Record-level lineage: a DuckDB catalog over the decision, cluster, selection and span
-Parquet files (architecture.md, "Lineage and takedowns"). No Dagster here; the `catalog` asset
+Parquet files (docs/architecture.md, "Lineage and takedowns"). No Dagster here; the `catalog` asset
 calls `refresh_catalog` and is the catalog's only writer.
 
 **What the catalog holds.** Relations with fixed columns (a relation whose files do not exist
@@ -31,8 +31,8 @@ listed from the manifests (`read_parquet([...])`, complete partitions only: thos
 text is read. DuckDB cannot install `httpfs` here (no extension is installed at run time), so for
 any other store (S3) the same relations are TABLES, filled through pyarrow: with a
 `pyarrow.fs` filesystem (passed in, or made from the S3 store's boto3 client) only the metadata
-columns are fetched; otherwise whole objects are read through the `Store` and the text column
-is dropped before DuckDB sees it.
+columns are fetched (`curation.columns`); otherwise whole objects are read through the `Store`
+and the text column is dropped before DuckDB sees it.
 
 **Lookup tables.** Point look-ups over views scan every file, so `refresh_catalog` also
 materialises sorted copies of the metadata (never text) for the look-up API: `lookup_documents`
@@ -60,29 +60,21 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from curation.columns import ColumnReader, dataset_manifests, manifest_keys
+from curation.graph import CATALOG_SOURCES, CLUSTER_ASSETS, CROSS_DEDUP, DOCUMENTS, MIX, SHARDS
 from curation.partition import Manifest
-from curation.storage import LocalStore, S3Store, Store, read_parquet
+from curation.storage import Store, read_parquet
 from curation.takedowns import (
     PURGED,
-    SHARDS,
-    _dataset_manifests,
-    _hosts,
+    canonical_domain,
     current_takedowns,
+    hosts_of,
     load_tombstones,
 )
 from curation.urls import canonical_url
 
 FORMAT = "corpus-catalog/1"
-MIX = "mix"
-CLUSTER_ASSETS = ("url_dedup", "exact_dedup", "dedup_clusters", "cross_dedup")
-# Assets whose manifests the catalog reads (partitions, decisions, rejects, clusters, mix).
-ASSETS = (
-    "warc_files", "documents", "language", "heuristics", "minhash_signatures", "url_dedup",
-    "exact_dedup", "dedup_clusters", "line_dedup", "cross_dedup", "quality_classifier",
-    "quality_scores", "eval_suite", "decontaminated", "scrubbed", "tokenizer", MIX, SHARDS,
-)
 
 Columns = list[tuple[str, str]]
 DOCUMENT_COLUMNS: Columns = [
@@ -137,81 +129,15 @@ def _ident(name: str) -> str:
 # --- reading Parquet from the store ------------------------------------------------------------
 
 
-def s3_filesystem(store: S3Store) -> Any:
-    """A `pyarrow.fs.S3FileSystem` with the credentials, region and endpoint of the store's
-    boto3 client (so Parquet column projection fetches metadata columns only)."""
-    from pyarrow import fs as pafs
-
-    client = store.client
-    credentials = client._request_signer._credentials.get_frozen_credentials()
-    endpoint = client.meta.endpoint_url or ""
-    options: dict[str, Any] = {
-        "access_key": credentials.access_key, "secret_key": credentials.secret_key,
-        "session_token": credentials.token, "region": client.meta.region_name or "us-east-1"}
-    if endpoint and "amazonaws.com" not in endpoint:
-        scheme, _, rest = endpoint.partition("://")
-        options |= {"endpoint_override": rest or scheme,
-                    "scheme": scheme if rest else "https"}
-    return pafs.S3FileSystem(**options)
-
-
-class _Reader:
-    """Parquet columns of store keys: local paths, a pyarrow filesystem, or store bytes."""
-
-    def __init__(self, store: Store, filesystem: Any = None) -> None:
-        self.store = store
-        self.filesystem = filesystem
-        if filesystem is None and isinstance(store, S3Store):
-            try:
-                self.filesystem = s3_filesystem(store)
-            except Exception:  # noqa: BLE001 - no usable credentials: read through the store
-                self.filesystem = None
-
-    @property
-    def local(self) -> bool:
-        return isinstance(self.store, LocalStore)
-
-    def _path(self, key: str) -> str:
-        if self.local:
-            return self.store.uri(key)
-        assert isinstance(self.store, S3Store)
-        return f"{self.store.bucket}/{self.store._key(key)}"
-
-    def names(self, key: str) -> list[str]:
-        if self.local:
-            return pq.read_schema(self._path(key)).names
-        if self.filesystem is not None:
-            return pq.read_schema(self._path(key), filesystem=self.filesystem).names
-        return read_parquet(self.store, key).column_names
-
-    def read(self, key: str, columns: Iterable[str]) -> pa.Table:
-        """The columns of `columns` that the file has (others are left out)."""
-        wanted = list(columns)
-        if self.local or self.filesystem is not None:
-            names = self.names(key)
-            present = [c for c in wanted if c in names]
-            return pq.read_table(self._path(key), columns=present,
-                                 filesystem=None if self.local else self.filesystem)
-        table = read_parquet(self.store, key)
-        return table.select([c for c in wanted if c in table.column_names])
-
-
 # --- manifests -------------------------------------------------------------------------------
 
 
-def _manifest_keys(store: Store, asset: str) -> list[str]:
-    if isinstance(store, LocalStore):
-        return sorted(str(path.relative_to(store.root))
-                      for path in Path(store.root).glob(f"{asset}/*/_manifest.json"))
-    return [key for key in store.list(asset)
-            if key.endswith("/_manifest.json") and key.count("/") == 2]
-
-
-def read_manifests(store: Store, assets: Iterable[str] = ASSETS) -> list[tuple[str, Manifest]]:
+def read_manifests(store: Store, assets: Iterable[str] = CATALOG_SOURCES
+                   ) -> list[tuple[str, Manifest]]:
     """`(manifest_key, manifest)` of every complete partition of `assets`."""
     found = []
     for asset in assets:
-        for key in _manifest_keys(store, asset):
+        for key in manifest_keys(store, asset):
             manifest = Manifest.from_json(store.read_bytes(key).decode())
             if manifest.asset == asset:
                 found.append((key, manifest))
@@ -251,7 +177,7 @@ class CatalogSummary:
 
 
 class _Builder:
-    def __init__(self, con: duckdb.DuckDBPyConnection, reader: _Reader) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, reader: ColumnReader) -> None:
         self.con = con
         self.reader = reader
         self.empty: list[str] = []
@@ -301,7 +227,7 @@ class _Builder:
                 available: set[str] = set()
                 for key in group.keys:
                     available.update(self.reader.names(key))
-                files = ", ".join(_literal(self.reader._path(key)) for key in group.keys)
+                files = ", ".join(_literal(self.reader.path(key)) for key in group.keys)
                 source = f"read_parquet([{files}], union_by_name = true)"
                 selects.append(self._select(source, available, group, columns, renames))
             self.con.execute(f"CREATE OR REPLACE VIEW {name} AS " + "\nUNION ALL\n".join(selects))
@@ -329,7 +255,7 @@ def _table(con: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> None:
     con.unregister("_arrow")
 
 
-def _url_rows(reader: _Reader, keys: list[str], columns: list[str]) -> pa.Table:
+def _url_rows(reader: ColumnReader, keys: list[str], columns: list[str]) -> pa.Table:
     tables = [reader.read(key, columns) for key in keys]
     return pa.concat_tables(tables, promote_options="permissive") if tables else pa.table({})
 
@@ -362,7 +288,7 @@ def _previous(con: duckdb.DuckDBPyConnection, path: Path) -> dict[tuple[str, str
         return {}
 
 
-def _build_caches(con: duckdb.DuckDBPyConnection, reader: _Reader,
+def _build_caches(con: duckdb.DuckDBPyConnection, reader: ColumnReader,
                   manifests: list[tuple[str, Manifest]],
                   previous: dict[tuple[str, str], str]) -> tuple[list[str], list[str]]:
     """`url_cache` (canonical URL and host of every document) and `reject_index` (every reject
@@ -374,7 +300,7 @@ def _build_caches(con: duckdb.DuckDBPyConnection, reader: _Reader,
     reused, computed = [], []
     for _, manifest in manifests:
         same = previous.get((manifest.asset, manifest.partition)) == manifest.data_version
-        if manifest.asset == "documents":
+        if manifest.asset == DOCUMENTS:
             if same:
                 con.execute("INSERT INTO url_cache SELECT * FROM old.url_cache WHERE partition = ?",
                             [manifest.partition])
@@ -385,7 +311,7 @@ def _build_caches(con: duckdb.DuckDBPyConnection, reader: _Reader,
                     table = pa.table({
                         "partition": pa.array([manifest.partition] * rows.num_rows, pa.string()),
                         "doc_id": rows["doc_id"], "canonical_url": _canonical(rows["url"]),
-                        "host": _hosts(rows["url"])}, schema=URL_CACHE_SCHEMA)
+                        "host": hosts_of(rows["url"])}, schema=URL_CACHE_SCHEMA)
                     con.register("_urls", table)
                     con.execute("INSERT INTO url_cache SELECT * FROM _urls")
                     con.unregister("_urls")
@@ -404,7 +330,7 @@ def _build_caches(con: duckdb.DuckDBPyConnection, reader: _Reader,
             url = table["url"] if "url" in table.column_names else pa.nulls(table.num_rows,
                                                                              pa.string())
             table = table.append_column("canonical_url", _canonical(url))
-            table = table.append_column("host", _hosts(url))
+            table = table.append_column("host", hosts_of(url))
             con.register("_rejects", table)
             present = set(table.column_names)
             exprs = [_literal(manifest.asset), _literal(manifest.partition)] + [
@@ -415,7 +341,7 @@ def _build_caches(con: duckdb.DuckDBPyConnection, reader: _Reader,
     return reused, computed
 
 
-def _purged_files(store: Store, reader: _Reader) -> list[tuple[str, str]]:
+def _purged_files(store: Store, reader: ColumnReader) -> list[tuple[str, str]]:
     """`(key, partition)` of every purged-documents file (`curation.takedowns.purge`)."""
     found = []
     for key in store.list(PURGED):
@@ -426,7 +352,7 @@ def _purged_files(store: Store, reader: _Reader) -> list[tuple[str, str]]:
     return found
 
 
-def _cache_purged_urls(con: duckdb.DuckDBPyConnection, reader: _Reader,
+def _cache_purged_urls(con: duckdb.DuckDBPyConnection, reader: ColumnReader,
                        purged: list[tuple[str, str]]) -> None:
     """Canonical URLs and hosts of the purged documents (a few: computed on every refresh)."""
     for key, partition in purged:
@@ -434,7 +360,7 @@ def _cache_purged_urls(con: duckdb.DuckDBPyConnection, reader: _Reader,
         table = pa.table({
             "partition": pa.array([partition] * rows.num_rows, pa.string()),
             "doc_id": rows["doc_id"], "canonical_url": _canonical(rows["url"]),
-            "host": _hosts(rows["url"])}, schema=URL_CACHE_SCHEMA)
+            "host": hosts_of(rows["url"])}, schema=URL_CACHE_SCHEMA)
         con.register("_urls", table)
         con.execute("INSERT INTO url_cache SELECT * FROM _urls u WHERE NOT EXISTS (SELECT 1 "
                     "FROM url_cache c WHERE c.partition = u.partition AND c.doc_id = u.doc_id)")
@@ -478,7 +404,7 @@ def _current_versions(store: Store, manifests: list[tuple[str, Manifest]]) -> di
 def _dataset_tables(store: Store, current: dict[str, str]
                     ) -> tuple[pa.Table, pa.Table, list[tuple[str, dict[str, Any]]]]:
     recipe_of = {version: recipe for recipe, version in current.items()}
-    versions = _dataset_manifests(store)
+    versions = dataset_manifests(store)
     rows, shard_rows = [], []
     for version, manifest in versions:
         totals = manifest.get("totals", {})
@@ -530,14 +456,14 @@ def _takedown_tables(store: Store) -> tuple[str, pa.Table, pa.Table]:
 
 def refresh_catalog(store: Store, catalog_path: str | Path, *, filesystem: Any = None,
                     lookups: bool = True, threads: int = 2, memory_limit: str = "2GB",
-                    assets: Iterable[str] = ASSETS) -> CatalogSummary:
+                    assets: Iterable[str] = CATALOG_SOURCES) -> CatalogSummary:
     """Creates (or replaces) the catalog at `catalog_path` over the store's complete outputs
     (see the module docstring). One writer: call it from the `catalog` step only."""
     started = time.perf_counter()
     path = Path(catalog_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     building = path.with_name(f".{path.name}.{uuid.uuid4().hex}.building")
-    reader = _Reader(store, filesystem)
+    reader = ColumnReader(store, filesystem)
     con = duckdb.connect(str(building))
     try:
         con.execute(f"SET threads = {int(threads)}")
@@ -556,7 +482,7 @@ def refresh_catalog(store: Store, catalog_path: str | Path, *, filesystem: Any =
                           bytes=path.stat().st_size)
 
 
-def _refresh(con: duckdb.DuckDBPyConnection, store: Store, reader: _Reader, path: Path,
+def _refresh(con: duckdb.DuckDBPyConnection, store: Store, reader: ColumnReader, path: Path,
              lookups: bool, assets: list[str]) -> dict[str, Any]:
     manifests = read_manifests(store, assets)
     previous = _previous(con, path)
@@ -584,7 +510,7 @@ def _refresh(con: duckdb.DuckDBPyConnection, store: Store, reader: _Reader, path
     both = [("asset", "VARCHAR"), ("partition", "VARCHAR")]
     # documents: the Parquet columns (never text), plus canonical URL and host from url_cache.
     builder.relation("_documents_files", groups(
-        by_asset.get("documents", []), "part",
+        by_asset.get(DOCUMENTS, []), "part",
         lambda m: [("partition", m.partition, "VARCHAR")]), DOCUMENT_COLUMNS,
         [("partition", "VARCHAR")])
     builder.relation("_purged_files", [
@@ -649,7 +575,7 @@ def _refresh(con: duckdb.DuckDBPyConnection, store: Store, reader: _Reader, path
     info = {"format": FORMAT, "root": store.uri(""), "mode": "views" if builder.views else
             "tables", "lookups": json.dumps(lookups), "takedown_version": takedown_version}
     _table(con, "catalog_info", pa.table({"key": list(info), "value": list(info.values())}))
-    names = ["documents", "decisions", "rejects", "clusters", "occurrences", "selections",
+    names = [DOCUMENTS, "decisions", "rejects", "clusters", "occurrences", "selections",
              "spans", "partitions", "dataset_versions", "tombstones"]
     rows = {name: int(con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0])
             for name in names}
@@ -659,14 +585,14 @@ def _refresh(con: duckdb.DuckDBPyConnection, store: Store, reader: _Reader, path
     return {"mode": info["mode"], "lookups": lookups, "rows": rows, "partitions": partitions,
             "dataset_versions": [version for version, _ in versions],
             "empty": [name for name in builder.empty if not name.startswith("_")]
-            + (["documents"] if "_documents_files" in builder.empty else []),
+            + ([DOCUMENTS] if "_documents_files" in builder.empty else []),
             "canonical_reused": reused, "canonical_computed": computed,
             "takedown_version": takedown_version}
 
 
 def _lookups(con: duckdb.DuckDBPyConnection, lookups: bool, views: bool) -> None:
     """Sorted (and for URLs indexed) copies of the metadata for point look-ups."""
-    sources = {"lookup_documents": ("documents", "doc_id"),
+    sources = {"lookup_documents": (DOCUMENTS, "doc_id"),
                "lookup_decisions": ("decisions", "doc_id"),
                "lookup_selections": ("selections", "doc_id"),
                "lookup_spans": ("spans", "doc_id, dataset_version, shard, sequence, start")}
@@ -677,7 +603,7 @@ def _lookups(con: duckdb.DuckDBPyConnection, lookups: bool, views: bool) -> None
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM {source}")
     con.execute("CREATE VIEW lookup_rejects AS SELECT * FROM reject_index")
     if lookups:
-        table = "lookup_documents" if views else "documents"
+        table = "lookup_documents" if views else DOCUMENTS
         # One index: a URL's own spelling has the same canonical form, so every URL look-up
         # is an equality on canonical_url (DuckDB's ART serves equality, not suffixes: domain
         # look-ups scan `host`).
@@ -892,8 +818,6 @@ class Catalog:
                        for row in self.query(f"SELECT * FROM lookup_rejects WHERE "
                                              f"canonical_url = ? LIMIT {limit}", [canonical])]
         elif kind == "domain":
-            from curation.takedowns import canonical_domain
-
             domain = canonical_domain(text)
             where = "host = ? OR ends_with(host, ?)"
             params = [domain, "." + domain]
@@ -1052,9 +976,9 @@ class Catalog:
         flagged: tuple[DecisionRef, ...] = ()
         if document is not None:
             stages = [r[0] for r in self.con.execute(
-                "SELECT DISTINCT asset FROM partitions WHERE (partition = ? OR asset = "
-                "'cross_dedup') AND list_contains(tables, 'decisions') AND asset != 'mix' "
-                "ORDER BY asset", [document.partition]).fetchall()]
+                "SELECT DISTINCT asset FROM partitions WHERE (partition = ? OR asset = ?) "
+                "AND list_contains(tables, 'decisions') AND asset != ? ORDER BY asset",
+                [document.partition, CROSS_DEDUP, MIX]).fetchall()]
             flagged = tuple(d for d in document.decisions if d.verdict == "drop")
             dropped = {d.asset for d in flagged}
             passed = tuple(stage for stage in stages if stage not in dropped)
@@ -1088,5 +1012,4 @@ def shard_offset_of(seq_len: int, sequence: int, position: int) -> int:
 
 
 __all__ = ["Catalog", "CatalogSummary", "DecisionRef", "Location", "SelectionRef", "SpanRef",
-           "TokenLocation", "read_manifests", "refresh_catalog", "s3_filesystem",
-           "shard_offset_of"]
+           "TokenLocation", "read_manifests", "refresh_catalog", "shard_offset_of"]

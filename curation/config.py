@@ -23,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from curation.decontamination import DecontaminationSettings
+from curation.graph import CORRECTNESS_CHECKS, TUNABLE_CHECKS
 from curation.heuristics import HeuristicsSettings
 from curation.minhash import MinHashSettings
 from curation.pii import PiiSettings
@@ -255,32 +256,6 @@ class DedupSettings(_Strict):
     cross_near_duplicates: bool = False
 
 
-# The checks whose bound is a setting, and the setting: a deployment may make them warnings.
-TUNABLE_CHECKS = {
-    "documents_survival": "documents.survival",
-    "documents_files_readable": "gates.max_problem_files",
-    "language_drift": "language.max_drift",
-    "heuristics_keep_rate": "gates.heuristics_keep",
-    "url_dedup_rate": "gates.max_duplicate_rate",
-    "exact_dedup_rate": "gates.max_duplicate_rate",
-    "dedup_clusters_rate": "gates.max_duplicate_rate",
-    "quality_classifier_separates": "gates.min_classifier_roc_auc",
-    "mix_shares_on_target": "gates.mix_share_tolerance",
-}
-# Checks that prove the data is intact or clean (contracts, coverage, residual PII or eval
-# text, shard integrity, takedowns): they have no bound to tune and always stop what follows.
-CORRECTNESS_CHECKS = (
-    "warc_files_listed", "documents_contract", "language_keeps_documents",
-    "heuristics_cover_documents", "url_dedup_kept_members_valid",
-    "exact_dedup_kept_members_valid", "dedup_clusters_kept_members_valid",
-    "cross_dedup_kept_members_valid", "line_dedup_edits_valid", "scrubbed_covers_documents",
-    "scrubbed_has_no_residual_pii", "quality_scores_cover_documents",
-    "eval_suite_covers_every_benchmark", "decontaminated_covers_documents",
-    "mix_has_no_residual_contamination", "mix_has_no_residual_pii", "shards_integrity",
-    "shards_exclude_takedowns",
-)
-
-
 class Gates(_Strict):
     """Bounds of the verdict-rate and share checks, and each tunable check's severity."""
 
@@ -457,6 +432,11 @@ class RecipeConfig(_Strict):
         if abs(total - 1.0) > 1e-6:
             raise ValueError(f"phases: fractions sum to {total:g}, not 1")
         return self
+
+    def partition_keys(self) -> list[str]:
+        """The `snapshot` partitions the recipe reads: its snapshots, then `source:NAME` keys,
+        in the recipe's order."""
+        return [*self.snapshots, *(SOURCE_PREFIX + name for name in self.sources)]
 
     def check_against(self, pipeline: PipelineConfig) -> None:
         """Fails when the recipe names snapshots or sources the pipeline does not declare."""
@@ -689,16 +669,16 @@ def dataset_version(
     input_data_versions: dict[str, str],
     code_versions: dict[str, str],
 ) -> str:
-    """The dataset version: the same id always means the same bytes (architecture.md).
+    """The dataset version: the same id always means the same bytes (docs/architecture.md).
 
     Covers the recipe, the pipeline sections and partition entries it depends on, the takedown
     list version, the data versions of its inputs and the code versions (with library versions)
     of the assets that build it. Run configuration (root, workers, backend) is never included.
     """
-    partitions = [*recipe.snapshots, *(SOURCE_PREFIX + s for s in recipe.sources)]
     sections = {
         "documents": pipeline.documents.model_dump(mode="json"),
-        "partitions": {p: pipeline.partition_entry(p).model_dump(mode="json") for p in partitions},
+        "partitions": {p: pipeline.partition_entry(p).model_dump(mode="json")
+                       for p in recipe.partition_keys()},
     }
     return stable_hash(
         {

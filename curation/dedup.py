@@ -2,14 +2,14 @@
 clusters by key or by MinHash LSH bands, the kept member of each cluster, and the incremental
 cross-partition index.
 
-Memory is bounded by configuration, not by corpus size (architecture.md, "Scale"): grouping and
+Memory is bounded by configuration, not by corpus size (docs/architecture.md, "Scale"): grouping and
 joining run in DuckDB over Arrow tables or Parquet files, with `DuckDBSettings.memory_limit` and
 a work folder where DuckDB spills (its database file and temporary files live there, so its
 tables are disk-backed). Only signatures and keys are read, never text. Connected components run
 in numpy over dense integer ids of the documents that share at least one bucket, streaming edge
 batches out of DuckDB: memory is O(clustered documents), not O(edges) or O(corpus).
 
-Determinism (architecture.md, "Determinism"): every cluster id is the smallest `doc_id` of its
+Determinism (docs/architecture.md, "Determinism"): every cluster id is the smallest `doc_id` of its
 cluster, outputs are sorted by `doc_id`, hot-bucket capping picks members by a content hash, so
 results do not depend on input order, batch sizes or thread counts.
 """
@@ -433,7 +433,7 @@ def cluster_near_duplicates(
 
 @dataclass(frozen=True)
 class Ranking:
-    """architecture.md's default ranking of a cluster's members: curated sources
+    """docs/architecture.md's default ranking of a cluster's members: curated sources
     (`source != "web"`) first, then the earliest snapshot, then `policy` (`longest`: most
     `text_chars`; `quality`: highest `quality_score`, missing last; `earliest`: nothing more),
     ties broken by the smallest `doc_id`. Snapshots follow `snapshot_order` when given (others

@@ -1,4 +1,4 @@
-"""Every recorded text edit applied in one rewrite (architecture.md, "Annotate, then select").
+"""Every recorded text edit applied in one rewrite (docs/architecture.md, "Annotate, then select").
 
 Stages record edits instead of rewriting text: C4 line removals and citation cuts
 (`heuristics`), boilerplate lines (`line_dedup`), PII spans (`scrubbed`). Lines index

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import TypeVar
 
+from curation.graph import WORKER_PRELOAD
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -29,13 +31,11 @@ def use_ray(address: str | None) -> None:
     _RAY_ADDRESS = address
 
 
-# The per-document stages' modules, imported once by the fork server: each stage's workers then
-# start by fork in milliseconds, where a spawned worker paid a fresh interpreter and about 0.6 s
-# of imports per stage (py-spy on a 1-worker run of `benchmarks/compare.py`: 3.7 s of worker
-# imports over the run's five pooled stages).
-_PRELOAD = ["curation.documents", "curation.language", "curation.heuristics_stage",
-            "curation.scrub_stage", "curation.decontamination_stage", "curation.quality_stage",
-            "curation.dedup_stage"]
+# The pooled stages' modules (`curation.graph.WORKER_PRELOAD`), imported once by the fork
+# server: each stage's workers then start by fork in milliseconds, where a spawned worker paid a
+# fresh interpreter and about 0.6 s of imports per stage (py-spy on a 1-worker run of
+# `benchmarks/compare.py`: 3.7 s of worker imports over the run's five pooled stages).
+_PRELOAD = list(WORKER_PRELOAD)
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:

@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import pyarrow as pa
 
-from curation.annotate import DocumentsInput
-from curation.config import LanguageSettings, stable_hash
-from curation.schema import decisions_table
+from curation.graph import LANGUAGE
 from curation.stats import StageStats
-from curation.tasks import PartitionResult, PartitionRun, TaskOutput, run_partition
 
-ASSET = "language"
+ASSET = LANGUAGE
 KERNEL_VERSION = "language-1"
 
 LANGUAGE_SCHEMA = pa.schema([
@@ -55,40 +51,6 @@ def identify(texts: list[str]) -> tuple[list[str], list[float]]:
             [float(score[0]) if len(score) else 0.0 for score in scores])
 
 
-@dataclass(frozen=True)
-class LanguageWork:
-    documents: DocumentsInput
-    settings: LanguageSettings
-
-    def __call__(self, index: int) -> TaskOutput:
-        table = self.documents.read(index)
-        doc_ids = table["doc_id"].to_pylist()
-        languages, scores = identify(table["text"].to_pylist())
-        keep, decisions = [], []
-        stats = StageStats(records_in=len(doc_ids), candidates=len(doc_ids))
-        for doc_id, language, score in zip(doc_ids, languages, scores, strict=True):
-            stats.counts[f"language.{language}"] += 1
-            reason = self._drop_reason(language, score)
-            keep.append(reason is None)
-            if reason is None:
-                stats.docs_out += 1
-                continue
-            stats.rejects[reason] += 1
-            decisions.append({"doc_id": doc_id, "stage": ASSET, "verdict": "drop",
-                              "reason": reason, "value": score, "detail": language})
-        signals = pa.table({"doc_id": doc_ids, "language": languages,
-                            "language_score": pa.array(scores, pa.float32()), "keep": keep},
-                           schema=LANGUAGE_SCHEMA)
-        return TaskOutput({"part": signals, "decisions": decisions_table(decisions)}, stats)
-
-    def _drop_reason(self, language: str, score: float) -> str | None:
-        if language not in self.settings.languages:
-            return "not_target_language"
-        if score < self.settings.threshold_for(language):
-            return "low_language_score"
-        return None
-
-
 def language_mix(stats: StageStats) -> dict[str, float]:
     """Share of documents per identified language."""
     counts = Counter({key.removeprefix("language."): value for key, value in stats.counts.items()
@@ -101,13 +63,3 @@ def drift(mix: dict[str, float], reference: dict[str, float]) -> float:
     """Total variation distance between two language mixes (0 same, 1 disjoint)."""
     languages = set(mix) | set(reference)
     return 0.5 * sum(abs(mix.get(code, 0.0) - reference.get(code, 0.0)) for code in languages)
-
-
-def run_language(documents: DocumentsInput, settings: LanguageSettings, workers: int,
-                 on_task_done=None) -> PartitionResult:  # noqa: ANN001 - see run_partition
-    version = stable_hash({"kernel": KERNEL_VERSION, "model": model_sha256(),
-                           "settings": settings.model_dump(mode="json", exclude={"max_drift"}),
-                           "input": documents.data_version()})
-    run = PartitionRun(documents.store, ASSET, documents.partition, version)
-    return run_partition(run, documents.task_count(), LanguageWork(documents, settings), workers,
-                         on_task_done)

@@ -19,6 +19,8 @@ Three steps, each a function over Arrow tables:
                            web filter)
        contaminated        eval n-gram hits (when `selection.drop_contaminated`)
        empty_after_edits   nothing left after the scrubbing edits
+       (added stages)      the `keep` verdict of each stage in `curation.graph.
+                           SELECTION_VERDICTS`, under the stage's name (web filter)
        quality             not in the top `selection.quality_top_fraction` of the web
                            documents still in, per language (curated sources are exempt)
        duplicate           another member of its group ranks higher among those still in
@@ -28,7 +30,7 @@ Three steps, each a function over Arrow tables:
    contamination, empty after edits and exact duplicates (see step 1).
 
    `not_in_recipe` is implicit: only the recipe's partitions are read. A duplicate group keeps
-   its best-ranked member among the documents that passed every rule above (architecture.md,
+   its best-ranked member among the documents that passed every rule above (docs/architecture.md,
    "Determinism"): curated sources first, then the earliest snapshot (ids sort
    chronologically), then `cluster_policy` (`earliest`: nothing more; `longest`: most text
    bytes; `quality`: highest score), then the smallest `doc_id`. A recipe that leaves out a
@@ -61,7 +63,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -72,6 +74,20 @@ import pyarrow.parquet as pq
 
 from curation.config import SOURCE_PREFIX, RecipeConfig
 from curation.dedup import connected_components
+from curation.graph import (
+    ALL,
+    CROSS_DEDUP,
+    CURATED_DEDUP,
+    DECONTAMINATED,
+    DOCUMENTS,
+    HEURISTICS,
+    LANGUAGE,
+    MIX,
+    PARTITION_DEDUP,
+    QUALITY_SCORES,
+    SCRUBBED,
+    SELECTION_VERDICTS,
+)
 from curation.partition import PartitionLayout
 from curation.schema import WEB_SOURCE
 from curation.shards import occurrence_lengths
@@ -79,18 +95,20 @@ from curation.storage import Store
 from curation.tokenizer import PinnedTokenizer
 
 KERNEL_VERSION = "mix-2"  # 2: exact token counts, curated filter policy
-ASSET = "mix"
-RULES = ("language", "heuristics", "contaminated", "empty_after_edits", "quality", "duplicate")
+ASSET = MIX
+RULES = ("language", "heuristics", "contaminated", "empty_after_edits", *SELECTION_VERDICTS,
+         "quality", "duplicate")
 """Selection rules in the order they are applied; a document's decision names the first one it
 fails."""
 TAKEDOWN = "takedown"
-"""The rule of a selected document the takedown list removed after mixing (`curation.mix_stage`)."""
+"""The rule of a selected document the takedown list removed after mixing
+(`curation.stages.dataset`)."""
 SELECTED = "selected"
 DEFAULT_BYTES_PER_TOKEN = 4.0
 TOKENIZE_BATCH = 1024  # texts per encode_batch call while counting tokens
-DEDUP_ASSETS = ("url_dedup", "exact_dedup", "dedup_clusters")
-CURATED_DEDUP_ASSET = "exact_dedup"
-CROSS_ASSET, CROSS_PARTITION = "cross_dedup", "all"
+DEDUP_ASSETS = PARTITION_DEDUP
+CURATED_DEDUP_ASSET = CURATED_DEDUP
+CROSS_ASSET, CROSS_PARTITION = CROSS_DEDUP, ALL
 
 CANDIDATE_SCHEMA = pa.schema([
     pa.field("doc_id", pa.string(), nullable=False),
@@ -105,6 +123,8 @@ CANDIDATE_SCHEMA = pa.schema([
     pa.field("quality_score", pa.float64()),
     pa.field("contaminated", pa.bool_()),
     pa.field("empty_after_edits", pa.bool_()),
+    # the first of `verdicts` (added annotate stages) whose `keep` is false, else null
+    pa.field("verdict_drop", pa.string()),
     pa.field("text_bytes", pa.int64()),
     pa.field("group_id", pa.string(), nullable=False),
 ])
@@ -159,11 +179,6 @@ class MixInputError(ValueError):
     a quality rule, nothing selected)."""
 
 
-def recipe_partitions(recipe: RecipeConfig) -> list[str]:
-    """The `snapshot` partitions a recipe reads: its snapshots, then `source:NAME` keys."""
-    return [*recipe.snapshots, *(SOURCE_PREFIX + name for name in recipe.sources)]
-
-
 # --- reading ---------------------------------------------------------------------------------
 
 
@@ -186,7 +201,7 @@ def _read(store: Store, asset: str, partition: str, schema: pa.Schema, *, name: 
 
 def _text_bytes(store: Store, partition: str) -> pa.Table:
     """doc_id and UTF-8 byte length of the scrubbed text, one part's texts at a time."""
-    manifest = PartitionLayout(store, "scrubbed", partition).read_manifest()
+    manifest = PartitionLayout(store, SCRUBBED, partition).read_manifest()
     if manifest is None:
         raise MixInputError(f"scrubbed[{partition}] is not complete (no manifest); the mix "
                             "needs it")
@@ -210,43 +225,62 @@ def _schema(*fields: tuple[str, pa.DataType]) -> pa.Schema:
 _DOCS = _schema(("doc_id", pa.string()), ("source", pa.string()), ("url", pa.string()),
                 ("snapshot", pa.string()), ("licence", pa.string()))
 _LANGUAGE = _schema(("doc_id", pa.string()), ("language", pa.string()), ("keep", pa.bool_()))
-_HEURISTICS = _schema(("doc_id", pa.string()), ("keep", pa.bool_()))
+_KEEP = _schema(("doc_id", pa.string()), ("keep", pa.bool_()))
 _QUALITY = _schema(("doc_id", pa.string()), ("quality_score", pa.float64()))
 _DECONTAMINATED = _schema(("doc_id", pa.string()), ("contaminated", pa.bool_()))
 _DECISIONS = _schema(("doc_id", pa.string()), ("reason", pa.string()))
 _MEMBERS = _schema(("doc_id", pa.string()), ("cluster_id", pa.string()))
 
 
-def _partition_rows(store: Store, partition: str) -> pa.Table:
-    docs = _read(store, "documents", partition, _DOCS)
+def _with_verdicts(store: Store, partition: str, table: pa.Table,
+                   verdicts: Sequence[str]) -> pa.Table:
+    """`table` with `verdict_drop`: per document, the first of the `verdicts` assets (added
+    annotate stages, docs/adding-a-stage.md) whose `keep` is false, else null."""
+    dropped = pa.nulls(table.num_rows, pa.string())
+    for asset in reversed(verdicts):  # the first failing verdict in order wins
+        keep = _read(store, asset, partition, _KEEP)
+        if pc.count_distinct(keep["doc_id"]).as_py() != keep.num_rows:
+            raise MixInputError(f"{asset}[{partition}] has a doc_id twice")
+        found = pc.take(keep["keep"], pc.index_in(table["doc_id"], value_set=keep["doc_id"]))
+        if found.null_count:
+            raise MixInputError(f"{asset}[{partition}] has no row for {found.null_count} of "
+                                f"the {table.num_rows} documents; re-materialize it")
+        dropped = pc.if_else(pc.invert(found), pa.scalar(asset, pa.string()), dropped)
+    return table.append_column("verdict_drop", dropped)
+
+
+def _partition_rows(store: Store, partition: str,
+                    verdicts: Sequence[str] = SELECTION_VERDICTS) -> pa.Table:
+    docs = _read(store, DOCUMENTS, partition, _DOCS)
     n = docs.num_rows
     docs = docs.append_column("partition", pa.array([partition] * n, pa.string()))
-    language = _read(store, "language", partition, _LANGUAGE).rename_columns(
+    language = _read(store, LANGUAGE, partition, _LANGUAGE).rename_columns(
         ["doc_id", "language", "language_keep"])
-    heuristics = _read(store, "heuristics", partition, _HEURISTICS).rename_columns(
+    heuristics = _read(store, HEURISTICS, partition, _KEEP).rename_columns(
         ["doc_id", "heuristics_keep"])
-    quality = _read(store, "quality_scores", partition, _QUALITY, required=False)
+    quality = _read(store, QUALITY_SCORES, partition, _QUALITY, required=False)
     if quality is None:  # no classifier configured: scores stay null
         quality = _QUALITY.empty_table()
-    decontaminated = _read(store, "decontaminated", partition, _DECONTAMINATED)
+    decontaminated = _read(store, DECONTAMINATED, partition, _DECONTAMINATED)
     sizes = _text_bytes(store, partition)
-    scrub_decisions = _read(store, "scrubbed", partition, _DECISIONS, name="decisions")
+    scrub_decisions = _read(store, SCRUBBED, partition, _DECISIONS, name="decisions")
     empty = pc.unique(scrub_decisions.filter(
         pc.equal(scrub_decisions["reason"], "empty_after_edits"))["doc_id"])
     table = docs
-    for other, asset in ((language, "language"), (heuristics, "heuristics"),
-                         (quality, "quality_scores"), (decontaminated, "decontaminated"),
-                         (sizes, "scrubbed")):
+    for other, asset in ((language, LANGUAGE), (heuristics, HEURISTICS),
+                         (quality, QUALITY_SCORES), (decontaminated, DECONTAMINATED),
+                         (sizes, SCRUBBED)):
         if pc.count_distinct(other["doc_id"]).as_py() != other.num_rows:
             raise MixInputError(f"{asset}[{partition}] has a doc_id twice")
         table = table.join(other, "doc_id", join_type="left outer")
-    for column, asset in (("language_keep", "language"), ("heuristics_keep", "heuristics"),
-                          ("contaminated", "decontaminated"), ("text_bytes", "scrubbed")):
+    for column, asset in (("language_keep", LANGUAGE), ("heuristics_keep", HEURISTICS),
+                          ("contaminated", DECONTAMINATED), ("text_bytes", SCRUBBED)):
         missing = table[column].null_count
         if missing:
             raise MixInputError(f"{asset}[{partition}] has no row for {missing} of the "
                                 f"{n} documents; re-materialize it")
-    return table.append_column("empty_after_edits", pc.is_in(table["doc_id"], value_set=empty))
+    table = table.append_column("empty_after_edits", pc.is_in(table["doc_id"], value_set=empty))
+    return _with_verdicts(store, partition, table, verdicts)
 
 
 def _memberships(store: Store, partitions: Sequence[str],
@@ -302,10 +336,12 @@ def duplicate_groups(doc_ids: pa.Array | pa.ChunkedArray,
 
 
 def gather_candidates(store: Store, partitions: Sequence[str],
-                      curated_sources: Collection[str] = ()) -> pa.Table:
+                      curated_sources: Collection[str] = (),
+                      verdicts: Sequence[str] = SELECTION_VERDICTS) -> pa.Table:
     """One row per document of `partitions` (`CANDIDATE_SCHEMA`), sorted by doc_id;
-    `curated_sources` names the sources judged by the curated filter policy."""
-    tables = [_partition_rows(store, partition) for partition in partitions]
+    `curated_sources` names the sources judged by the curated filter policy, `verdicts` the
+    added annotate stages whose `keep` the selection applies."""
+    tables = [_partition_rows(store, partition, verdicts) for partition in partitions]
     table = pa.concat_tables(tables) if tables else CANDIDATE_SCHEMA.empty_table()
     if pc.count_distinct(table["doc_id"]).as_py() != table.num_rows:
         raise MixInputError("a doc_id occurs in two partitions")
@@ -398,6 +434,9 @@ def select_documents(candidates: pa.Table, recipe: RecipeConfig,
     text_bytes = _np(table["text_bytes"], 0).astype(np.int64)
     fail("empty_after_edits",
          _np(table["empty_after_edits"], False).astype(bool) | (text_bytes <= 0))
+    verdict_drop = _np(table["verdict_drop"], "")
+    for verdict in sorted(set(verdict_drop.tolist()) - {""}):  # one per document: any order
+        fail(verdict, (verdict_drop == verdict) & ~curated)
     fraction = recipe.selection.quality_top_fraction
     if fraction is not None:
         pool = alive & is_web
@@ -533,24 +572,31 @@ class MixResult:
         return int(pc.sum(self.occurrences["est_tokens"]).as_py() or 0)
 
 
+def selected_texts(store: Store, selected: pa.Table) -> Iterator[pa.Table]:
+    """(doc_id, text) of the scrubbed text of every document of `selected` (`partition`,
+    `doc_id` columns), one stored part at a time, partitions in sorted order: the mix's token
+    counts and the shards read the same texts the same way, and never a whole partition."""
+    for partition in sorted(set(selected["partition"].to_pylist())):
+        wanted = selected.filter(pc.equal(selected["partition"], partition))["doc_id"]
+        manifest = PartitionLayout(store, SCRUBBED, partition).complete_manifest()
+        for part in manifest.parts:
+            rows = pq.read_table(pa.BufferReader(store.read_bytes(part.key)),
+                                 columns=["doc_id", "text"])
+            yield rows.filter(pc.is_in(rows["doc_id"], value_set=wanted))
+
+
 def count_tokens(store: Store, selected: pa.Table, tokenizer: PinnedTokenizer,
                  batch: int = TOKENIZE_BATCH) -> pa.Table:
     """(doc_id, tokens) of every document of `selected` (`partition`, `doc_id` columns): its
     scrubbed text's tokens plus the EOS, exactly what the shards will hold per occurrence.
     Streams one part of one partition at a time and keeps only the counts."""
     ids, counts = [], []
-    for partition in sorted(set(selected["partition"].to_pylist())):
-        wanted = selected.filter(pc.equal(selected["partition"], partition))["doc_id"]
-        manifest = PartitionLayout(store, "scrubbed", partition).complete_manifest()
-        for part in manifest.parts:
-            rows = pq.read_table(pa.BufferReader(store.read_bytes(part.key)),
-                                 columns=["doc_id", "text"])
-            rows = rows.filter(pc.is_in(rows["doc_id"], value_set=wanted))
-            texts = rows["text"].to_pylist()
-            for start in range(0, len(texts), batch):
-                counts.append(occurrence_lengths(texts[start:start + batch], tokenizer))
-            ids.append(rows["doc_id"].cast(pa.string()))
-            del rows, texts
+    for rows in selected_texts(store, selected):
+        texts = rows["text"].to_pylist()
+        for start in range(0, len(texts), batch):
+            counts.append(occurrence_lengths(texts[start:start + batch], tokenizer))
+        ids.append(rows["doc_id"].cast(pa.string()))
+        del rows, texts
     table = pa.table({"doc_id": pa.chunked_array(ids, pa.string()),
                       "tokens": np.concatenate(counts) if counts else np.zeros(0, np.int64)})
     if table.num_rows != selected.num_rows:
@@ -745,7 +791,7 @@ def build_mix(store: Store, recipe: RecipeConfig, *,
               curated_sources: Collection[str] = ()) -> MixResult:
     """`gather_candidates` over the recipe's partitions, `select_documents`, the selected
     documents' exact tokens (`count_tokens`, when a tokenizer is given), then `mix_selected`."""
-    candidates = gather_candidates(store, recipe_partitions(recipe), curated_sources)
+    candidates = gather_candidates(store, recipe.partition_keys(), curated_sources)
     decisions = select_documents(candidates, recipe, curated_sources)
     counts = None
     if tokenizer is not None:

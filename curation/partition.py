@@ -1,4 +1,4 @@
-"""The per-asset, per-partition output layout and its completion rules (architecture.md).
+"""The per-asset, per-partition output layout and its completion rules (docs/architecture.md).
 
 `{root}/{asset}/{partition}/part-NNNNN.parquet`, task markers under `_tasks/`, and `_manifest.json`
 written last: a partition is complete only when its manifest exists. Task markers make a killed
@@ -96,7 +96,7 @@ class PartitionLayout:
 
     def table_key(self, name: str, index: int) -> str:
         """`part` and side tables live in the partition; `rejects` under `rejects/{partition}/`
-        (architecture.md), named by the asset that rejected."""
+        (docs/architecture.md), named by the asset that rejected."""
         if name == "rejects":
             return f"rejects/{_quote(self.partition)}/{self.asset}-{index:05d}.parquet"
         return f"{self.prefix}/{name}-{index:05d}.parquet"

@@ -36,7 +36,7 @@ from curation.inputs import (
     InputListingError,
     list_locations,
 )
-from curation.quality_stage import WITHOUT_CLASSIFIER, minimum_positives, too_few_positives
+from curation.quality import WITHOUT_CLASSIFIER, minimum_positives, too_few_positives
 from curation.storage import InputReader
 
 URI_SCHEMES = ("s3://", "http://", "https://")

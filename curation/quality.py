@@ -338,3 +338,35 @@ def histogram(scores: np.ndarray, bins: int = 20) -> list[int]:
     """Counts of scores in `bins` equal-width bins over [0, 1]; 1.0 falls in the last bin."""
     counts, _ = np.histogram(np.clip(scores, 0.0, 1.0), bins=bins, range=(0.0, 1.0))
     return counts.tolist()
+
+
+# What a pipeline without a classifier (no quality: section or no positive source) leaves out.
+WITHOUT_CLASSIFIER = ("no quality scores; recipes cannot use selection.quality_top_fraction, "
+                      "phases.*.quality_top_fraction or cluster_policy: quality")
+# Held-out texts the positives must yield on average: the ROC AUC gate means little on fewer.
+MIN_EXPECTED_HELD_OUT = 10
+
+
+class TrainingDataError(ValueError):
+    """The pipeline names no positives, too few to split, or its training snapshots yield no
+    negatives."""
+
+
+def minimum_positives(settings: QualityClassifierSettings) -> int:
+    """Positive texts needed for about `MIN_EXPECTED_HELD_OUT` on each side of the split
+    (the split is by each text's hash, so the sides are only proportional on average)."""
+    smaller_side = min(settings.holdout_fraction, 1 - settings.holdout_fraction)
+    return math.ceil(MIN_EXPECTED_HELD_OUT / smaller_side)
+
+
+def too_few_positives(settings: QualityClassifierSettings, counts: dict[str, int]) -> str | None:
+    """Why the positive sources (`counts` of records per source) cannot be split; else None."""
+    usable = min(sum(counts.values()), settings.max_positives)
+    needed = minimum_positives(settings)
+    if usable >= needed:
+        return None
+    held = ", ".join(f"{name}: {count}" for name, count in sorted(counts.items()))
+    capped = f" (capped at quality.max_positives {settings.max_positives})" \
+        if settings.max_positives < sum(counts.values()) else ""
+    return (f"the classifier_positive sources hold {usable} texts{capped} ({held}); holding "
+            f"out {settings.holdout_fraction:.0%} of them needs at least {needed}")

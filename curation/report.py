@@ -51,12 +51,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curation.config import RecipeConfig
-from curation.mix import DEFAULT_BYTES_PER_TOKEN, RULES, SELECTED, TAKEDOWN, recipe_partitions
+from curation.graph import (
+    ALL,
+    CROSS_DEDUP,
+    DOCUMENTS,
+    LANGUAGE,
+    MIX,
+    PARTITION_DEDUP,
+    QUALITY_SCORES,
+    SCRUBBED,
+    SHARDS,
+)
+from curation.mix import DEFAULT_BYTES_PER_TOKEN, RULES, SELECTED, TAKEDOWN
 from curation.partition import PartitionLayout
 from curation.pii import scrub_text
 from curation.schema import WEB_SOURCE, sample_rank
@@ -65,7 +77,7 @@ from curation.takedowns import current_takedowns, load_tombstones, match_documen
 
 REPORT_VERSION = "report-1"
 REPORTS_PREFIX = "reports"
-INGEST = "documents"
+INGEST = DOCUMENTS
 # (funnel stage, asset whose `decisions` rows with verdict `drop` flag a document)
 PIPELINE_STAGES: tuple[tuple[str, str], ...] = (
     ("language", "language"),
@@ -82,8 +94,8 @@ SELECTION_STAGES = tuple(SELECTION_PREFIX + rule for rule in (*RULES, TAKEDOWN))
 DOCUMENT_STAGES = (*(stage for stage, _ in PIPELINE_STAGES), *SELECTION_STAGES)
 EDITS = "edits"
 STAGES = (INGEST, *DOCUMENT_STAGES, EDITS)
-CLUSTER_ASSETS = ("url_dedup", "exact_dedup", "dedup_clusters")
-CROSS_ASSET, CROSS_PARTITION = "cross_dedup", "all"
+CLUSTER_ASSETS = PARTITION_DEDUP
+CROSS_ASSET, CROSS_PARTITION = CROSS_DEDUP, ALL
 SAMPLES_PER_STAGE = 3
 PREVIEW_CHARS = 320
 QUALITY_BINS = 20
@@ -179,20 +191,20 @@ def _frame(store: Store, partition: str, mix: pa.Table, cross: pa.Table,
     of the extracted (`tokens`) and of the scrubbed text (`final_tokens`: exact for the
     documents the mix selected), the reason each
     pipeline stage flags it (null: not flagged) and the mix's rule; sorted by doc_id."""
-    table = _text_bytes(store, "documents", partition, ["doc_id", "source"], "text_bytes")
+    table = _text_bytes(store, DOCUMENTS, partition, ["doc_id", "source"], "text_bytes")
     table = table.cast(pa.schema([("doc_id", pa.string()), ("source", pa.string()),
                                   ("text_bytes", pa.int64())]))
     n = table.num_rows
-    table = _join(table, _table(store, "language", partition, _LANGUAGE))
-    table = _join(table, _table(store, "quality_scores", partition, _QUALITY, required=False))
-    table = _join(table, _text_bytes(store, "scrubbed", partition, ["doc_id"], "final_bytes")
+    table = _join(table, _table(store, LANGUAGE, partition, _LANGUAGE))
+    table = _join(table, _table(store, QUALITY_SCORES, partition, _QUALITY, required=False))
+    table = _join(table, _text_bytes(store, SCRUBBED, partition, ["doc_id"], "final_bytes")
                   .cast(pa.schema([("doc_id", pa.string()), ("final_bytes", pa.int64())])))
     for stage, asset in PIPELINE_STAGES:
         if asset == CROSS_ASSET:
             drops = cross
         else:
             decisions = _table(store, asset, partition, _DECISIONS, name="decisions")
-            if asset == "scrubbed":
+            if asset == SCRUBBED:
                 decisions = decisions.filter(pc.equal(decisions["reason"], "empty_after_edits"))
             drops = _drops(decisions, f"flag.{stage}")
         table = _join(table, drops.rename_columns(["doc_id", f"flag.{stage}"]))
@@ -234,23 +246,23 @@ class _Partition:
 
 
 def _attribute(frame: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    n = frame.num_rows
-    rule = np.asarray(frame["rule"].to_pylist(), dtype=object)
-    stage = np.full(n, "", dtype=object)
-    reason = np.full(n, "", dtype=object)
-    remaining = rule != SELECTED
+    """The funnel stage that dropped each document ("" for selected) and why: the first
+    pipeline flag in stage order, else the mix's rule. One polars when/then chain over the
+    columns, so no per-document Python objects are made before the result."""
+    selected = pl.col("rule") == SELECTED
+    stage, reason = pl.when(selected).then(pl.lit("")), pl.when(selected).then(pl.lit(""))
     for name, _ in PIPELINE_STAGES:
-        flags = np.asarray(frame[f"flag.{name}"].to_pylist(), dtype=object)
-        hit = remaining & (flags != None)  # noqa: E711 - elementwise
-        stage[hit], reason[hit] = name, flags[hit]
-        remaining &= ~hit
-    stage[remaining] = [SELECTION_PREFIX + str(r) for r in rule[remaining]]
-    reason[remaining] = rule[remaining]
-    languages = np.asarray(frame["language"].to_pylist(), dtype=object)
-    wrong_language = stage == SELECTION_PREFIX + "language"
-    reason[wrong_language] = ["language " + str(lang) + " not in the recipe"
-                              for lang in languages[wrong_language]]
-    return stage, reason
+        flag = pl.col(f"flag.{name}")
+        stage = stage.when(flag.is_not_null()).then(pl.lit(name))
+        reason = reason.when(flag.is_not_null()).then(flag)
+    stage = stage.otherwise(pl.lit(SELECTION_PREFIX) + pl.col("rule"))
+    # str(None) spelling for a document without a language, as the report always wrote it.
+    reason = reason.otherwise(pl.when(pl.col("rule") == "language").then(
+        pl.format("language {} not in the recipe", pl.col("language").fill_null("None")))
+        .otherwise(pl.col("rule")))
+    columns = ["rule", "language", *(f"flag.{name}" for name, _ in PIPELINE_STAGES)]
+    out = pl.from_arrow(frame.select(columns)).select(stage=stage, reason=reason)
+    return out["stage"].to_numpy(), out["reason"].to_numpy()
 
 
 def _ingest_row(stats: dict[str, Any], rows: int) -> dict[str, Any]:
@@ -452,13 +464,13 @@ def _samples(store: Store, parts: Sequence[_Partition], count: int) -> dict[str,
     texts: dict[str, dict[str, Any]] = {}
     for partition, rows in wanted.items():
         value_set = pa.array(sorted(rows), pa.string())
-        for table in _parts(store, "documents", partition, ["doc_id", "url", "text"]):
+        for table in _parts(store, DOCUMENTS, partition, ["doc_id", "url", "text"]):
             table = table.filter(pc.is_in(table["doc_id"], value_set=value_set))
             for doc_id, url, text in zip(*(table[c].to_pylist() for c in table.column_names),
                                          strict=True):
                 texts.setdefault(doc_id, {})["url"] = url
                 texts[doc_id]["original"] = text
-        for table in _parts(store, "scrubbed", partition, ["doc_id", "text"]):
+        for table in _parts(store, SCRUBBED, partition, ["doc_id", "text"]):
             table = table.filter(pc.is_in(table["doc_id"], value_set=value_set))
             for doc_id, text in zip(table["doc_id"].to_pylist(), table["text"].to_pylist(),
                                     strict=True):
@@ -505,18 +517,18 @@ def _rejects_sample(store: Store, partitions: Sequence[str], count: int) -> list
 
 
 def _shards_manifest(store: Store, recipe_name: str) -> dict[str, Any]:
-    extra = _manifest(store, "shards", recipe_name).extra
+    extra = _manifest(store, SHARDS, recipe_name).extra
     return json.loads(store.read_bytes(f"{extra['prefix']}/manifest.json"))
 
 
 def compute_report(store: Store, recipe: RecipeConfig,
                    samples_per_stage: int = SAMPLES_PER_STAGE) -> dict[str, Any]:
     """Every figure of the report as plain data (see the module docstring)."""
-    partitions = recipe_partitions(recipe)
-    mix_manifest = _manifest(store, "mix", recipe.name)
+    partitions = recipe.partition_keys()
+    mix_manifest = _manifest(store, MIX, recipe.name)
     extra = mix_manifest.extra
     bytes_per_token = {k: float(v) for k, v in extra.get("bytes_per_token", {}).items()}
-    mix = _table(store, "mix", recipe.name, _MIX, name="decisions")
+    mix = _table(store, MIX, recipe.name, _MIX, name="decisions")
     cross_manifest = PartitionLayout(store, CROSS_ASSET, CROSS_PARTITION).read_manifest()
     if cross_manifest is None and len(partitions) > 1:
         raise ReportError("cross_dedup is not complete (no manifest); materialize it first")
@@ -529,7 +541,7 @@ def compute_report(store: Store, recipe: RecipeConfig,
         stage, reason = _attribute(frame)
         part = _Partition(partition, frame, stage, reason)
         parts.append(part)
-        stats = _manifest(store, "documents", partition).extra.get("stats", {})
+        stats = _manifest(store, DOCUMENTS, partition).extra.get("stats", {})
         ingest_rejects.update(stats.get("rejects", {}))
         funnels[partition] = _funnel_rows(part, _ingest_row(stats, frame.num_rows))
     if sum(p.frame.num_rows for p in parts) != mix.num_rows:
@@ -537,7 +549,7 @@ def compute_report(store: Store, recipe: RecipeConfig,
                           "partitions hold a different number of documents: re-materialize mix")
     total = _sum_rows(list(funnels.values()))
     shards = _shards_manifest(store, recipe.name)
-    shares = PartitionLayout(store, "mix", recipe.name).read_table(name="shares").to_pylist()
+    shares = PartitionLayout(store, MIX, recipe.name).read_table(name="shares").to_pylist()
     doc_ids = pa.concat_arrays([p.frame["doc_id"].combine_chunks() for p in parts]) \
         if parts else pa.array([], pa.string())
     selected = total[-1]["documents_out"]

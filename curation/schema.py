@@ -1,4 +1,4 @@
-"""The typed contracts every stage shares (architecture.md, "Data contracts")."""
+"""The typed contracts every stage shares (docs/architecture.md, "Data contracts")."""
 
 from __future__ import annotations
 

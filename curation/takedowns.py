@@ -1,5 +1,5 @@
 """Takedowns: a versioned list of URLs and domains, its expansion to documents and their
-copies, a tombstone filter for readers, an audit log, and `purge` (architecture.md, "Lineage
+copies, a tombstone filter for readers, an audit log, and `purge` (docs/architecture.md, "Lineage
 and takedowns").
 
 Everything lives in the store under `takedowns/`:
@@ -28,12 +28,12 @@ every member, to a fixpoint: the copies at other URLs go too.
 Purge rewrites the parts that hold text (`documents`, `scrubbed`, and `decontaminated`'s `hits`
 side table, whose `text` is a slice of the document), the `samples/{asset}/*.jsonl` spot-check
 files and the funnel reports' sampled documents (`reports/{recipe}/report.json` and its HTML
-page) without the given documents, keeping every other row, in order. The
-rewritten part's sha256, size and row count go into the partition's `_manifest.json` and the
-task marker that lists it, so the manifest stays truthful; the cost is that the partition's data
-version (a hash of its parts' hashes) changes, which makes Dagster see downstream assets as
-stale: every recipe's dataset and the catalog must be rebuilt (`PurgeReport.needs_rebuild`;
-`corpus takedown purge` does it).
+page, through the report module's rewriter that the caller passes) without the given documents,
+keeping every other row, in order. The rewritten part's sha256, size and row count go into the
+partition's `_manifest.json` and the task marker that lists it, so the manifest stays truthful;
+the cost is that the partition's data version (a hash of its parts' hashes) changes, which makes
+Dagster see downstream assets as stale: every recipe's dataset and the catalog must be rebuilt
+(`PurgeReport.needs_rebuild`; `corpus takedown purge` does it).
 
 Readers that copy text of a few documents (spot-check samples, report samples) drop the taken-down
 ones when they write (`without_taken_down`), so nothing written after a takedown shows them.
@@ -43,35 +43,38 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curation.columns import ColumnReader, child_keys, dataset_manifests, manifest_keys
+from curation.graph import (
+    ALL,
+    CROSS_DEDUP,
+    DOCUMENTS,
+    PARTITION_DEDUP,
+    PURGE_TARGETS,
+    SHARDS,
+    TAKEDOWNS,
+)
 from curation.partition import Manifest, PartFile, PartitionLayout
-from curation.storage import LocalStore, Store, parquet_bytes, read_parquet
+from curation.storage import Store, parquet_bytes, read_parquet
 from curation.urls import canonical_url
 
-PREFIX = "takedowns"
+PREFIX = TAKEDOWNS
 LATEST = f"{PREFIX}/latest.json"
 AUDIT = f"{PREFIX}/audit"
 TOMBSTONES = f"{PREFIX}/tombstones"
 EMPTY_VERSION = "none"
 KINDS = ("url", "domain")
-# The cluster tables searched for copies: within partitions, then across.
-CLUSTER_ASSETS = ("url_dedup", "exact_dedup", "dedup_clusters")
-CROSS_ASSET, CROSS_PARTITION = "cross_dedup", "all"
-# Tables holding document text: `asset` (its main part) or `asset:table`.
-PURGE_TARGETS = ("documents", "scrubbed", "decontaminated:hits")
 SAMPLES = "samples"
-SHARDS = "shards"
 REPORTS = "reports"
-PURGED = f"{PREFIX}/purged/documents"
+PURGED = f"{PREFIX}/purged/{DOCUMENTS}"
 # What the purged-documents index keeps of a `documents` row: everything but the text.
 PURGED_COLUMNS = ("doc_id", "source", "url", "domain", "snapshot", "warc_file", "warc_offset",
                   "fetched_at", "charset", "html_bytes", "licence")
@@ -314,7 +317,7 @@ def audit_log(store: Store) -> list[dict[str, Any]]:
 _HOST = r"^(?:[A-Za-z][A-Za-z0-9+.\-]*:)?//(?:[^@/?#]*@)?(?P<host>\[[^\]]*\]|[^/:?#]*)"
 
 
-def _hosts(urls: pa.ChunkedArray | pa.Array) -> pa.Array:
+def hosts_of(urls: pa.ChunkedArray | pa.Array) -> pa.Array:
     """Lower-case hosts without `www.` or a trailing dot (null when there is none), vectorised."""
     host = pc.struct_field(pc.extract_regex(urls, _HOST), [0])
     host = pc.utf8_lower(host)
@@ -351,7 +354,7 @@ def match_documents(table: pa.Table, takedowns: TakedownList) -> pa.Array:
     """A boolean mask over `table` (columns `url`, optionally `domain`): rows the list's entries
     match directly. Only rows whose host a URL entry names are canonicalised in Python."""
     urls = table["url"]
-    hosts = _hosts(urls)
+    hosts = hosts_of(urls)
     mask = pa.array([False] * table.num_rows, pa.bool_())
     domains = {form for entry in takedowns.domains for form in _host_forms(entry.canonical)}
     if domains and table.num_rows:
@@ -363,7 +366,7 @@ def match_documents(table: pa.Table, takedowns: TakedownList) -> pa.Array:
         canonical = {entry.canonical for entry in takedowns.urls}
         url_hosts = set()
         for entry in takedowns.urls:
-            host = _hosts(pa.array([entry.canonical]))[0].as_py()
+            host = hosts_of(pa.array([entry.canonical]))[0].as_py()
             if host:
                 url_hosts |= _host_forms(host)
         mask = pc.or_(mask, pc.fill_null(pc.is_in(urls, pa.array(sorted(exact | canonical))),
@@ -387,24 +390,16 @@ def match_documents(table: pa.Table, takedowns: TakedownList) -> pa.Array:
 
 def _complete_partitions(store: Store, asset: str) -> list[Manifest]:
     """The asset's complete partitions (those with a `_manifest.json`)."""
-    manifests = []
-    if isinstance(store, LocalStore):
-        keys = sorted(str(path.relative_to(store.root))
-                      for path in Path(store.root).glob(f"{asset}/*/_manifest.json"))
-    else:
-        keys = [key for key in store.list(asset)
-                if key.endswith("/_manifest.json") and key.count("/") == 2]
-    for key in keys:
-        manifests.append(Manifest.from_json(store.read_bytes(key).decode()))
-    return manifests
+    return [Manifest.from_json(store.read_bytes(key).decode())
+            for key in manifest_keys(store, asset)]
 
 
 def _documents_partitions(store: Store, partitions: Iterable[str] | None) -> list[str]:
-    found = sorted(m.partition for m in _complete_partitions(store, "documents"))
+    found = sorted(m.partition for m in _complete_partitions(store, DOCUMENTS))
     if partitions is None:
         return found
     wanted = list(dict.fromkeys(partitions))
-    return [p for p in wanted if PartitionLayout(store, "documents", p).is_complete()]
+    return [p for p in wanted if PartitionLayout(store, DOCUMENTS, p).is_complete()]
 
 
 def direct_matches(store: Store, takedowns: TakedownList,
@@ -414,10 +409,10 @@ def direct_matches(store: Store, takedowns: TakedownList,
     matched: set[str] = set()
     if not takedowns.entries:
         return matched
-    reader = _column_reader(store)
+    reader = ColumnReader(store)
     wanted = _documents_partitions(store, partitions)
     for partition in wanted:
-        layout = PartitionLayout(store, "documents", partition)
+        layout = PartitionLayout(store, DOCUMENTS, partition)
         for part in layout.complete_manifest().parts:
             table = reader.read(part.key, ["doc_id", "url", "domain"])
             mask = match_documents(table, takedowns)
@@ -430,22 +425,14 @@ def direct_matches(store: Store, takedowns: TakedownList,
     return matched
 
 
-def _column_reader(store: Store) -> Any:
-    """Reads Parquet columns of store keys: by path locally; on S3 through a `pyarrow.fs`
-    filesystem when one can be made (only those columns travel), else whole objects."""
-    from curation.catalog import _Reader  # the catalog imports this module
-
-    return _Reader(store)
-
-
 def cluster_members(store: Store, partitions: Iterable[str]) -> pa.Table:
     """`scope`, `cluster_id`, `doc_id` of every cluster row in the within-partition cluster
     tables of `partitions` and in `cross_dedup` (scope: `asset/partition`)."""
     tables = []
-    reader = _column_reader(store)
+    reader = ColumnReader(store)
     layouts = [PartitionLayout(store, asset, partition)
-               for partition in partitions for asset in CLUSTER_ASSETS]
-    layouts.append(PartitionLayout(store, CROSS_ASSET, CROSS_PARTITION))
+               for partition in partitions for asset in PARTITION_DEDUP]
+    layouts.append(PartitionLayout(store, CROSS_DEDUP, ALL))
     for layout in layouts:
         manifest = layout.read_manifest()
         if manifest is None:
@@ -615,12 +602,7 @@ def _targets(assets: Sequence[str]) -> list[tuple[str, str]]:
 def _table_keys(store: Store, asset: str, table: str) -> list[str]:
     """Every `{asset}/{partition}/{table}-NNNNN.parquet`, complete partition or not (a killed
     run's parts hold text too)."""
-    if isinstance(store, LocalStore):
-        return sorted(str(path.relative_to(store.root))
-                      for path in Path(store.root).glob(f"{asset}/*/{table}-*.parquet"))
-    return [key for key in store.list(asset)
-            if key.count("/") == 2 and key.rsplit("/", 1)[-1].startswith(f"{table}-")
-            and key.endswith(".parquet")]
+    return child_keys(store, asset, f"{table}-*.parquet")
 
 
 def _rewrite_part(store: Store, key: str, ids: pa.Array) -> tuple[PartFile, pa.Table] | None:
@@ -721,14 +703,18 @@ def _purge_samples(store: Store, ids: set[str], report: PurgeReport) -> None:
             report.rows_removed[key] = removed
 
 
-def _purge_reports(store: Store, ids: set[str], report: PurgeReport) -> None:
+ReportRewriter = Callable[[Store, str, set[str]], int]
+"""Takes documents out of one stored funnel report (`curation.report.rewrite_stored_report`):
+`(store, report.json key, doc_ids) -> samples removed`."""
+
+
+def _purge_reports(store: Store, ids: set[str], report: PurgeReport,
+                   rewrite_report: ReportRewriter) -> None:
     """Every stored funnel report (`reports/{recipe}/report.json` and its HTML page) without
     the sampled documents of `ids`."""
-    from curation.report import rewrite_stored_report  # curation.report imports this module
-
     for key in store.list(REPORTS):
         if key.endswith("/report.json"):
-            removed = rewrite_stored_report(store, key, ids)
+            removed = rewrite_report(store, key, ids)
             if removed:
                 report.rows_removed[key] = removed
 
@@ -737,8 +723,8 @@ def versions_holding(store: Store, doc_ids: Collection[str]) -> list[str]:
     """Dataset versions (`shards/{version}/` with a manifest) whose spans hold any of doc_ids."""
     ids = pa.array(sorted(set(doc_ids)), pa.string())
     found = []
-    reader = _column_reader(store)
-    for version, manifest in _dataset_manifests(store):
+    reader = ColumnReader(store)
+    for version, manifest in dataset_manifests(store):
         key = f"{SHARDS}/{version}/{manifest['spans']['name']}"
         if not store.exists(key):
             continue
@@ -748,30 +734,17 @@ def versions_holding(store: Store, doc_ids: Collection[str]) -> list[str]:
     return found
 
 
-def _dataset_manifests(store: Store) -> list[tuple[str, dict[str, Any]]]:
-    """`(version, manifest)` of every complete `shards/{version}/manifest.json`."""
-    if isinstance(store, LocalStore):
-        keys = sorted(str(path.relative_to(store.root))
-                      for path in Path(store.root).glob(f"{SHARDS}/*/manifest.json"))
-    else:
-        keys = [key for key in store.list(SHARDS)
-                if key.count("/") == 2 and key.endswith("/manifest.json")]
-    out = []
-    for key in keys:
-        manifest = json.loads(store.read_bytes(key))
-        if "spans" in manifest and "shards" in manifest:
-            out.append((key.split("/")[1], manifest))
-    return out
-
-
 def purge(store: Store, doc_ids: Iterable[str], assets: Sequence[str] = PURGE_TARGETS, *,
           samples: bool = True, delete_old_versions: bool = False,
           keep_versions: Collection[str] = (), who: str | None = None,
           when: datetime | str | None = None,
-          dataset_versions: Sequence[str] | Mapping[str, Any] = ()) -> PurgeReport:
+          dataset_versions: Sequence[str] | Mapping[str, Any] = (),
+          rewrite_report: ReportRewriter | None = None) -> PurgeReport:
     """Rewrites every part of `assets` (`asset` for its main part, `asset:table` for a side
-    table) and, with `samples`, every `samples/*/*.jsonl` and every funnel report's sampled
-    documents, without the rows of `doc_ids`; other rows stay identical and in order. The
+    table) and, with `samples`, every `samples/*/*.jsonl` and (given `rewrite_report`, the
+    report module's own rewriter: that module reads this one, so the caller passes it) every
+    funnel report's sampled documents, without the rows of `doc_ids`; other rows stay
+    identical and in order. The
     `documents` rows taken out are kept without their text under `takedowns/purged/` (for
     lineage). Manifests and task markers get the new parts' sha256, size and rows (so each
     purged partition's data version changes; the report lists before and after). With
@@ -795,11 +768,12 @@ def purge(store: Store, doc_ids: Iterable[str], assets: Sequence[str] = PURGE_TA
                 removed_by_prefix.setdefault(prefix, []).append(removed)
             for prefix, changed in changed_by_prefix.items():
                 partition = _finish_partition(store, asset, prefix, changed, ids_set, report)
-                if (asset, table) == ("documents", "part"):
+                if (asset, table) == (DOCUMENTS, "part"):
                     _record_purged(store, prefix, partition, removed_by_prefix[prefix])
         if samples:
             _purge_samples(store, ids_set, report)
-            _purge_reports(store, ids_set, report)
+            if rewrite_report is not None:
+                _purge_reports(store, ids_set, report, rewrite_report)
     if delete_old_versions and ids_set:
         keep = set(keep_versions)
         for version in versions_holding(store, ids_set):
@@ -843,10 +817,11 @@ def _finish_partition(store: Store, asset: str, prefix: str, changed: dict[str, 
 
 
 __all__ = [
-    "EMPTY_LIST", "EMPTY_VERSION", "PURGE_TARGETS", "PurgeReport", "Takedown", "TakedownList",
-    "TakedownRequest", "TakedownVersion", "Tombstones", "add_takedowns", "audit_log",
+    "EMPTY_LIST", "EMPTY_VERSION", "PURGE_TARGETS", "PurgeReport", "ReportRewriter", "Takedown",
+    "TakedownList", "TakedownRequest", "TakedownVersion", "Tombstones", "add_takedowns",
+    "audit_log",
     "canonical_domain", "canonical_form", "close_over_clusters", "cluster_members",
-    "current_takedowns", "direct_matches", "expand_takedowns", "is_taken_down",
+    "current_takedowns", "direct_matches", "expand_takedowns", "hosts_of", "is_taken_down",
     "list_versions", "load_tombstones", "match_documents", "purge", "read_takedowns",
     "purged_documents", "record_audit", "save_tombstones", "timestamp", "tombstone_filter",
     "versions_holding", "without_taken_down",

@@ -118,7 +118,7 @@ def find_eos_id(tokenizer: Tokenizer, eos_token: str | None = None, name: str = 
         if token_id is not None:
             return token_id
     raise TokenizerError(
-        f"{name or 'tokenizer'}: no end-of-document token; looked for {', '.join(candidates)}. "
+        f"{name or 'the tokenizer'}: no end-of-document token; looked for {', '.join(candidates)}. "
         "Name the tokenizer's EOS token explicitly (eos_token=...)."
     )
 

@@ -1,4 +1,5 @@
-"""Versions of the libraries that shape outputs; part of every code version (architecture.md)."""
+"""Versions of the libraries that shape outputs; part of every code version
+(docs/architecture.md, "Determinism")."""
 
 from __future__ import annotations
 

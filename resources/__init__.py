@@ -2,30 +2,70 @@
 
 The embedded default is a local folder (`./data`); an `s3://bucket/prefix` root switches every
 asset to S3 through dagster-aws's `S3Resource`, set in run configuration, not at import time.
+
+A setting left unset in run configuration is read from the environment when a run starts
+(`CORPUS_PIPELINE`, `CORPUS_ROOT`, `CORPUS_WORKERS`, through `dagster.EnvVar`), never when the
+definitions are imported: the code location loads once and its runs follow the environment
+they start in. A plain `EnvVar` field would refuse a run whose variable is unset, so the
+fields default to None and `create_resource` fills them in, with the defaults below.
 """
 
-
-import os
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
-from dagster import ConfigurableResource, InitResourceContext
+from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from dagster_aws.s3 import S3Resource
 from pydantic import Field, PrivateAttr
 
 from curation.config import PipelineConfig, RecipeConfig, load_pipeline, load_recipe, recipe_names
 from curation.executor import use_ray
+from curation.graph import ALL
 from curation.storage import InputReader, Store, open_store
 from curation.tasks import PartitionLock, hold_locks
 
+PIPELINE_ENV, ROOT_ENV, WORKERS_ENV = "CORPUS_PIPELINE", "CORPUS_ROOT", "CORPUS_WORKERS"
+DEFAULT_PIPELINE, DEFAULT_ROOT, DEFAULT_WORKERS = "pipeline.yaml", "data", 2
+CATALOG_FILE = "catalog.duckdb"
 
-class PipelineResource(ConfigurableResource):
+
+def root_from_environment() -> str:
+    return EnvVar(ROOT_ENV).get_value(DEFAULT_ROOT)
+
+
+def catalog_beside(root: str) -> str:
+    """The catalog file beside a local root, as the CLI's runs put it; an S3 root keeps one in
+    the default local root."""
+    return str(Path(root if "://" not in root else DEFAULT_ROOT) / CATALOG_FILE)
+
+
+class EnvironmentResource(ConfigurableResource):
+    """A resource whose unset (None) fields are read from the environment when a run starts:
+    `ENVIRONMENT` maps each such field to what reads it."""
+
+    ENVIRONMENT: ClassVar[dict[str, Callable[[], Any]]] = {}
+
+    def from_environment(self) -> Self:
+        """This resource with every unset field read from the environment now."""
+        unset = {name: read() for name, read in self.ENVIRONMENT.items()
+                 if getattr(self, name) is None}
+        return self.model_copy(update=unset) if unset else self
+
+    def create_resource(self, context: InitResourceContext) -> Self:
+        return self.from_environment()
+
+
+class PipelineResource(EnvironmentResource):
     """The deployment's `pipeline.yaml` and recipes, validated when a run first uses them."""
 
-    path: str = Field(default="pipeline.yaml", description="Path to pipeline.yaml")
+    ENVIRONMENT: ClassVar[dict[str, Callable[[], Any]]] = {
+        "path": lambda: EnvVar(PIPELINE_ENV).get_value(DEFAULT_PIPELINE)}
+
+    path: str | None = Field(default=None, description=f"Path to pipeline.yaml; unset: "
+                             f"${PIPELINE_ENV} when a run starts, else {DEFAULT_PIPELINE}")
     recipes: str = Field(default="recipes", description="Folder of recipe files (NAME.yaml; "
                          "NAME is the recipe partition), relative to pipeline.yaml")
     _config: PipelineConfig | None = PrivateAttr(default=None)
@@ -61,10 +101,13 @@ class S3ClientFactory:
         return S3Resource(**dict(self.settings)).get_client()
 
 
-class StorageResource(ConfigurableResource):
+class StorageResource(EnvironmentResource):
     """The storage root: a local folder or `s3://bucket/prefix`; S3 through dagster-aws."""
 
-    root: str = Field(default="data", description="Local folder or s3://bucket/prefix")
+    ENVIRONMENT: ClassVar[dict[str, Callable[[], Any]]] = {"root": root_from_environment}
+
+    root: str | None = Field(default=None, description=f"Local folder or s3://bucket/prefix; "
+                             f"unset: ${ROOT_ENV} when a run starts, else {DEFAULT_ROOT}")
     s3: S3Resource
 
     def _client_factory(self) -> "S3ClientFactory":
@@ -80,23 +123,33 @@ class StorageResource(ConfigurableResource):
         return InputReader(self._client_factory())
 
     def locked(self, run_id: str, asset: str,
-               partition: str = "all") -> AbstractContextManager[list[PartitionLock]]:
+               partition: str = ALL) -> AbstractContextManager[list[PartitionLock]]:
         """Holds the lock of one partition of a single-step stage while it writes: a second
         run waits for it (logging whom it waits for), then gives up naming the holder."""
         return hold_locks(self.store, [asset], partition, run_id=run_id)
 
 
-class CatalogResource(ConfigurableResource):
+class CatalogResource(EnvironmentResource):
     """Where the lineage catalog (a DuckDB file) lives; only the `catalog` step writes it."""
 
-    path: str = Field(default="data/catalog.duckdb", description="Path of the DuckDB file")
+    ENVIRONMENT: ClassVar[dict[str, Callable[[], Any]]] = {
+        "path": lambda: catalog_beside(root_from_environment())}
+
+    path: str | None = Field(default=None, description=f"Path of the DuckDB file; unset: "
+                             f"{CATALOG_FILE} in ${ROOT_ENV} when a run starts (a local root), "
+                             f"else in {DEFAULT_ROOT}")
 
 
-class ComputeResource(ConfigurableResource):
+class ComputeResource(EnvironmentResource):
     """Where the per-document work of a partition runs: the local process pool, or a Ray
     cluster when `ray_address` is set ("local" starts one in the run process)."""
 
-    workers: int = Field(default=2, ge=0, description="Worker processes (0: in the run process)")
+    ENVIRONMENT: ClassVar[dict[str, Callable[[], Any]]] = {
+        "workers": lambda: int(EnvVar(WORKERS_ENV).get_value(str(DEFAULT_WORKERS)))}
+
+    workers: int | None = Field(default=None, ge=0, description=f"Worker processes (0: in the "
+                                f"run process); unset: ${WORKERS_ENV} when a run starts, else "
+                                f"{DEFAULT_WORKERS}")
     ray_address: str | None = Field(default=None,
                                     description="Ray cluster address, or 'local'; None: no Ray")
 
@@ -108,18 +161,15 @@ class ComputeResource(ConfigurableResource):
 
 
 def default_resources() -> dict[str, ConfigurableResource]:
-    """Defaults, overridable per run in run configuration; runs that take no run configuration
-    (backfills launched by the daemon or the UI) read CORPUS_PIPELINE, CORPUS_ROOT and
-    CORPUS_WORKERS (`corpus ui` sets the first two to its deployment's).
-    S3 settings come from the standard AWS environment (AWS_ENDPOINT_URL, AWS_REGION,
-    credentials); botocore retries once only, so the store's own bounded retry policy
-    (`curation.storage.RetryPolicy`) is the one that counts."""
-    root = os.environ.get("CORPUS_ROOT", "data")
+    """Defaults, overridable per run in run configuration; what a run's configuration leaves
+    unset (backfills launched by the daemon or the UI set nothing) is read when the run starts
+    from CORPUS_PIPELINE, CORPUS_ROOT and CORPUS_WORKERS (`corpus ui` sets the first two to
+    its deployment's). S3 settings come from the standard AWS environment (AWS_ENDPOINT_URL,
+    AWS_REGION, credentials); botocore retries once only, so the store's own bounded retry
+    policy (`curation.storage.RetryPolicy`) is the one that counts."""
     return {
-        "pipeline": PipelineResource(path=os.environ.get("CORPUS_PIPELINE", "pipeline.yaml")),
-        "storage": StorageResource(root=root, s3=S3Resource(max_attempts=1)),
-        "compute": ComputeResource(workers=int(os.environ.get("CORPUS_WORKERS", "2"))),
-        # Beside a local root, as the CLI's runs put it; an S3 root keeps a local file.
-        "catalog": CatalogResource(path=str(Path(root) / "catalog.duckdb")
-                                   if "://" not in root else "data/catalog.duckdb"),
+        "pipeline": PipelineResource(),
+        "storage": StorageResource(s3=S3Resource(max_attempts=1)),
+        "compute": ComputeResource(),
+        "catalog": CatalogResource(),
     }

@@ -18,4 +18,5 @@ fi
 bash scripts/browser.sh
 bash scripts/postgres.sh >/dev/null
 .venv/bin/ruff check .
+.venv/bin/lint-imports
 .venv/bin/python -m pytest -q "$@"

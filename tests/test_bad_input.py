@@ -25,8 +25,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from curation.config import DocumentsSettings, SourceConfig
-from curation.documents import FILE_PROBLEMS, problem_files, run_documents
 from curation.partition import PartitionLayout
+from curation.stages.documents import FILE_PROBLEMS, problem_files, run_documents
 from curation.storage import LocalStore
 from curation.warc import WarcItem, iter_warc
 from tests.conftest import require_shared_data

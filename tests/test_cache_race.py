@@ -16,9 +16,9 @@ import fasttext
 import pytest
 from dagster_aws.s3 import S3Resource
 
-from curation.dataset_stage import local_shards
 from curation.language import model_path as language_model_path
-from curation.quality_stage import _local_model, model_key
+from curation.stages.dataset import local_shards
+from curation.stages.quality import _local_model, model_key
 from curation.storage import LocalStore, S3Store
 from tests.conftest import MOTO_CREDENTIALS
 

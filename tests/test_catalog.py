@@ -13,7 +13,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-import curation.catalog as catalog_module
+import curation.columns as columns_module
 from curation.catalog import Catalog, refresh_catalog
 from curation.partition import Manifest, PartitionLayout
 from curation.schema import DECISION_SCHEMA, DOCUMENT_SCHEMA, REJECT_SCHEMA, decisions_table
@@ -382,9 +382,9 @@ def test_s3_root_materialises_metadata_tables(s3_endpoint, store, tmp_path, thro
         def no_filesystem(store):
             raise RuntimeError("no pyarrow filesystem")
 
-        monkeypatch.setattr(catalog_module, "s3_filesystem", no_filesystem)
+        monkeypatch.setattr(columns_module, "s3_filesystem", no_filesystem)
     else:  # the filesystem made from the boto3 client reads the bucket
-        filesystem = catalog_module.s3_filesystem(s3)
+        filesystem = columns_module.s3_filesystem(s3)
         assert filesystem.get_file_info(f"{bucket}/root/documents/CC-A/_manifest.json").size
     summary = refresh_catalog(s3, tmp_path / "s3.duckdb")
     assert summary.mode == "tables" and summary.rows["documents"] == 9

@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curation.config import DocumentsSettings, SourceConfig
-from curation.documents import run_documents
 from curation.partition import PartitionLayout
 from curation.schema import DOCUMENT_SCHEMA
+from curation.stages.documents import run_documents
 from curation.storage import LocalStore
 from tests.conftest import REPO
 
@@ -77,7 +77,7 @@ def test_a_second_run_skips_finished_tasks_and_a_new_version_clears(shared_data,
 RUNNER = """
 import sys
 from curation.config import DocumentsSettings
-from curation.documents import run_documents
+from curation.stages.documents import run_documents
 from curation.storage import LocalStore
 if __name__ == "__main__":
     run_documents("KILL", sys.argv[2:], LocalStore(sys.argv[1]),

@@ -33,11 +33,11 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from curation import storage as storage_module
-from curation.annotate import DocumentsInput
 from curation.config import DedupSettings, DocumentsSettings
-from curation.dedup_stage import run_partition_dedup
-from curation.documents import run_documents
 from curation.partition import PartitionLayout
+from curation.stages.base import DocumentsInput
+from curation.stages.dedup import run_partition_dedup
+from curation.stages.documents import run_documents
 from curation.stats import StageStats
 from curation.storage import LocalStore, RetryPolicy, S3RetryError, S3Store
 from curation.tasks import (
@@ -440,7 +440,7 @@ TASK_DELAY = float(os.environ.get("TASK_DELAY", "0"))
 if TASK_DELAY:
     # Every documents task takes this much longer (a big WARC file), so that a second run
     # meets the lock held however fast extraction gets.
-    import curation.documents as documents
+    import curation.stages.documents as documents
     real_call = documents.DocumentsWork.__call__
 
     def slow_call(self, index):
@@ -453,7 +453,7 @@ if __name__ == "__main__":
     args = json.loads(sys.argv[1])
     store = LocalStore(args["root"])
     if args["mode"] == "documents":
-        from curation.documents import run_documents
+        from curation.stages.documents import run_documents
         settings = DocumentsSettings(**args.get("settings", {}))
         run = run_documents(args["partition"], args["inputs"], store, settings,
                             workers=args.get("workers", 0), run_id=args.get("run_id"))
@@ -461,8 +461,8 @@ if __name__ == "__main__":
                "version": run.manifest.version, "data_version": run.manifest.data_version,
                "finished": time.time()}
     else:
-        from curation.annotate import DocumentsInput
-        from curation.dedup_stage import run_partition_dedup
+        from curation.stages.base import DocumentsInput
+        from curation.stages.dedup import run_partition_dedup
         out = []
         for stage in args["stages"]:
             result = run_partition_dedup(DocumentsInput(store, args["partition"]), stage,

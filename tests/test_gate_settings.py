@@ -15,7 +15,8 @@ from dagster import AssetCheckSeverity, AssetKey, instance_for_test
 
 from corpus_assets.definitions import defs
 from corpus_assets.main_job import main_run_config
-from curation.config import CORRECTNESS_CHECKS, TUNABLE_CHECKS, ConfigError, load_pipeline
+from curation.config import ConfigError, load_pipeline
+from curation.graph import CORRECTNESS_CHECKS, TUNABLE_CHECKS
 from partitions import SNAPSHOT_PARTITIONS_NAME
 
 WIKI = "source:wiki"

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 
-from curation.annotate import DocumentsInput
 from curation.config import DocumentsSettings, LanguageSettings
-from curation.documents import run_documents
 from curation.heuristics import HeuristicsSettings, annotate
-from curation.heuristics_stage import run_heuristics
-from curation.language import run_language
 from curation.minhash import MinHashSettings
 from curation.partition import PartitionLayout
+from curation.stages.base import DocumentsInput
+from curation.stages.documents import run_documents
+from curation.stages.heuristics import run_heuristics
+from curation.stages.language import run_language
 from curation.storage import LocalStore
 
 FILES = ["warc/non_cc/dolma_wget-sample-0000_22responses.warc.gz",

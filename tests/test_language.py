@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from curation.annotate import DocumentsInput
 from curation.config import DocumentsSettings, LanguageSettings
-from curation.documents import run_documents
 from curation.evaluation import language_accuracy, lid_label, tatoeba_samples, udhr_samples
-from curation.language import drift, identify, language_model, run_language
+from curation.language import drift, identify, language_model
 from curation.partition import PartitionLayout
+from curation.stages.base import DocumentsInput
+from curation.stages.documents import run_documents
+from curation.stages.language import run_language
 from curation.storage import LocalStore
 
 

@@ -446,6 +446,41 @@ def test_a_curated_source_skips_the_web_filters_but_not_contamination() -> None:
     assert (web["r-lang"], web["r-heur"]) == ("language", "heuristics")
 
 
+def test_an_added_stage_verdict_is_a_selection_rule_of_its_name(tmp_path) -> None:
+    """An annotate stage listed as a verdict (`curation.graph.SELECTION_VERDICTS`) drops what
+    its `keep` rejects, after the built-in rules and before duplicates; the first listed verdict
+    that rejects names the rule; curated sources are exempt; a missing row is an error."""
+    store = LocalStore(str(tmp_path))
+    web = [doc("a-ok"), doc("b-toxic"), doc("c-both"), doc("d-lang", language_keep=False),
+           doc("e-dup-of-b", group_id="b-toxic")]
+    write_partition(store, "CC-MAIN-2024-10", web,
+                    memberships={"exact_dedup": [("b-toxic", "b-toxic"),
+                                                 ("e-dup-of-b", "b-toxic")]})
+    write_partition(store, "source:ref", [doc("r-toxic", source="ref")])
+    verdicts = {"toxicity": {"b-toxic", "c-both", "d-lang", "r-toxic"}, "length": {"c-both"}}
+    for asset, rejected in verdicts.items():
+        for partition, rows in (("CC-MAIN-2024-10", web), ("source:ref", [doc("r-toxic")])):
+            ids = [d["doc_id"] for d in rows]
+            write(store, asset, partition, pa.table({
+                "doc_id": ids, "keep": [i not in rejected for i in ids]}))
+    partitions = ["CC-MAIN-2024-10", "source:ref"]
+    write(store, "cross_dedup", "all", clusters([]))
+    candidates = gather_candidates(store, partitions, ["ref"],
+                                   verdicts=("toxicity", "length"))
+    rules = {k: v["rule"] for k, v in decisions_by_id(
+        select_documents(candidates, recipe(), curated_sources=["ref"])).items()}
+    assert rules == {"a-ok": SELECTED, "b-toxic": "toxicity", "c-both": "toxicity",
+                     "d-lang": "language", "e-dup-of-b": SELECTED, "r-toxic": SELECTED}
+    reordered = gather_candidates(store, partitions, ["ref"], verdicts=("length", "toxicity"))
+    assert decisions_by_id(select_documents(reordered, recipe(), curated_sources=["ref"]))[
+        "c-both"]["rule"] == "length"
+    assert gather_candidates(store, partitions, ["ref"])["verdict_drop"].null_count == 6
+
+    write(store, "toxicity", "source:ref", pa.table({"doc_id": ["other"], "keep": [True]}))
+    with pytest.raises(MixInputError, match=r"toxicity\[source:ref\] has no row for 1"):
+        gather_candidates(store, partitions, ["ref"], verdicts=("toxicity",))
+
+
 def test_a_curated_partition_is_deduplicated_by_exact_text_only(tmp_path) -> None:
     store = LocalStore(str(tmp_path))
     books = [doc(f"b{i}", source="ref") for i in range(4)]

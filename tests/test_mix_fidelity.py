@@ -15,13 +15,12 @@ import pyarrow as pa
 import pytest
 
 from curation.config import LanguageSettings, PipelineConfig, RecipeConfig
-from curation.dataset_stage import build_dataset_shards
 from curation.heuristics import annotate
 from curation.language import identify
 from curation.mix import build_mix, delivered_tokens, share_failures
-from curation.mix_stage import build_and_store_mix, read_occurrences
 from curation.partition import Manifest, PartitionLayout
 from curation.shards import BuildInfo
+from curation.stages.dataset import build_and_store_mix, build_dataset_shards, read_occurrences
 from curation.storage import LocalStore
 from curation.tokenizer import PinnedTokenizer, tokenizer_from_bytes
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from corpus_cli.main import app
 from curation.config import SourceConfig, load_pipeline
 from curation.preflight import count_records, preflight
-from curation.quality_stage import minimum_positives
+from curation.quality import minimum_positives
 from curation.sample.generate import generate_sample
 from tests.conftest import REPO
 

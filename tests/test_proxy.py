@@ -16,24 +16,23 @@ import numpy as np
 import pytest
 
 from curation.evals import load_benchmark, standard_benchmarks
-from curation.proxy import (
+from curation.proxy.compare import ComparisonRule, compare, render_comparison, render_report
+from curation.proxy.evalsets import (
+    MultipleChoiceItem,
+    benchmark_path,
+    load_multiple_choice,
+    parse_item,
+)
+from curation.proxy.reports import (
     SUPPORTED_BENCHMARKS,
-    ComparisonRule,
     EvalSettings,
     HeldoutLoss,
-    MultipleChoiceItem,
     ProxyReport,
     ProxySettings,
     TaskScore,
-    benchmark_path,
     bootstrap_interval,
-    compare,
-    item_credit,
-    load_multiple_choice,
-    parse_item,
-    render_comparison,
-    render_report,
 )
+from curation.proxy.scoring import item_credit
 from tests.conftest import require_shared_data
 from tests.test_shards import build, occurrences, real_documents, require_module, tokenizer_path
 
@@ -211,7 +210,7 @@ def test_tie_rule_splits_the_credit_among_the_tied_choices() -> None:
 
 
 def test_a_model_that_knows_the_answers_gets_full_marks() -> None:
-    from curation.proxy import score_multiple_choice
+    from curation.proxy.scoring import score_multiple_choice
 
     model = lookup_model(TOY_TOKENIZER, TOY_ITEMS)
     for normalisation in ("chars", "tokens", "none"):
@@ -223,7 +222,7 @@ def test_a_model_that_knows_the_answers_gets_full_marks() -> None:
 
 
 def test_a_uniform_model_ties_everywhere_and_scores_exactly_chance() -> None:
-    from curation.proxy import choice_scores, score_multiple_choice
+    from curation.proxy.scoring import choice_scores, score_multiple_choice
 
     model = uniform_model(TOY_TOKENIZER.vocab_size)
     score = score_multiple_choice(model, TOY_TOKENIZER, TOY_ITEMS, name="toy",
@@ -238,7 +237,7 @@ def test_a_uniform_model_ties_everywhere_and_scores_exactly_chance() -> None:
 
 
 def test_length_normalisation_divides_by_characters_or_tokens() -> None:
-    from curation.proxy import choice_scores
+    from curation.proxy.scoring import choice_scores
     from curation.tokenizer import load_tokenizer
 
     gpt2 = load_tokenizer(tokenizer_path("gpt2"))
@@ -255,7 +254,7 @@ def test_length_normalisation_divides_by_characters_or_tokens() -> None:
 
 
 def test_long_contexts_are_cut_from_the_left_to_the_model_context() -> None:
-    from curation.proxy import choice_scores
+    from curation.proxy.scoring import choice_scores
 
     model = lookup_model(TOY_TOKENIZER, TOY_ITEMS)
     cut = choice_scores(model, TOY_TOKENIZER, TOY_ITEMS[:2], max_len=8, normalisation="none")
@@ -264,7 +263,7 @@ def test_long_contexts_are_cut_from_the_left_to_the_model_context() -> None:
 
 
 def test_heldout_loss_predicts_every_token_once() -> None:
-    from curation.proxy import heldout_loss
+    from curation.proxy.scoring import heldout_loss
 
     model = uniform_model(TOY_TOKENIZER.vocab_size)
     texts = ["the sky is blue" * 3, "snow is cold"]
@@ -297,7 +296,7 @@ def tiny_settings(**overrides) -> ProxySettings:
 
 def test_block_diagonal_attention_keeps_documents_apart() -> None:
     torch = torch_module()
-    from curation.proxy import build_model
+    from curation.proxy.model import build_model
 
     torch.manual_seed(0)
     model = build_model(100, tiny_settings(seq_len=12)).eval()
@@ -315,7 +314,7 @@ def test_block_diagonal_attention_keeps_documents_apart() -> None:
 
 def test_adaptive_head_is_a_distribution_over_ids_in_any_rank_order() -> None:
     torch = torch_module()
-    from curation.proxy import build_model
+    from curation.proxy.model import build_model
 
     settings = tiny_settings(adaptive_cutoffs=(20, 60), seq_len=16)
     rank = np.random.default_rng(0).permutation(200)
@@ -335,11 +334,11 @@ def test_adaptive_head_is_a_distribution_over_ids_in_any_rank_order() -> None:
 
 
 def test_windows_cut_long_sequences_and_mask_padding_targets() -> None:
-    from curation.proxy import _windows
+    from curation.proxy.model import sequence_windows
 
     sample = {"input_ids": np.arange(1, 11, dtype=np.int64),
               "padding_mask": np.arange(10) >= 8, "segment_ids": np.array([0] * 8 + [-1] * 2)}
-    windows = list(_windows(sample, 4))
+    windows = list(sequence_windows(sample, 4))
     assert len(windows) == 3
     inputs, targets, weights, segments = (np.concatenate(c) for c in zip(*windows, strict=True))
     assert inputs.tolist() == [*range(1, 11), 0, 0]
@@ -388,7 +387,7 @@ def heldout() -> list[str]:
 @pytest.fixture(scope="module")
 def runs(tiny_shards, gpt2, heldout) -> dict[str, ProxyReport]:
     torch_module()
-    from curation.proxy import run_proxy_eval
+    from curation.proxy.scoring import run_proxy_eval
 
     evals = require_shared_data() / "evals"
     return {name: run_proxy_eval(tiny_shards, gpt2, heldout, evals, tiny_settings(seed=seed))
@@ -432,7 +431,7 @@ def test_the_report_round_trips_through_json_and_renders(runs) -> None:
 def test_epochs_repeat_when_the_budget_exceeds_the_data(gpt2, tmp_path: Path) -> None:
     torch_module()
     from curation.loader import ShardDataset
-    from curation.proxy import train_proxy
+    from curation.proxy.model import train_proxy
 
     build(occurrences(real_documents(3)), gpt2, tmp_path)
     sequences = len(ShardDataset(tmp_path))
@@ -446,7 +445,8 @@ def test_epochs_repeat_when_the_budget_exceeds_the_data(gpt2, tmp_path: Path) ->
 
 def test_the_full_softmax_head_trains_and_scores_too(tiny_shards, gpt2) -> None:
     torch_module()
-    from curation.proxy import score_multiple_choice, train_proxy
+    from curation.proxy.model import train_proxy
+    from curation.proxy.scoring import score_multiple_choice
 
     settings = tiny_settings(output_head="full", token_budget=4 * 64 * 8)
     trained = train_proxy(tiny_shards, settings)
@@ -458,7 +458,7 @@ def test_the_full_softmax_head_trains_and_scores_too(tiny_shards, gpt2) -> None:
 
 def test_the_tokenizer_must_be_the_shards_own(tiny_shards, heldout) -> None:
     torch_module()
-    from curation.proxy import run_proxy_eval
+    from curation.proxy.scoring import run_proxy_eval
 
     stranger = SimpleNamespace(sha256="0" * 64, eos_id=50256, encode_batch=None)
     with pytest.raises(ValueError, match="not the one the shards were built with"):
@@ -467,7 +467,7 @@ def test_the_tokenizer_must_be_the_shards_own(tiny_shards, heldout) -> None:
 
 def test_frequency_rank_puts_frequent_tokens_first(tiny_shards) -> None:
     from curation.loader import ShardDataset
-    from curation.proxy import frequency_rank
+    from curation.proxy.model import frequency_rank
 
     rank = frequency_rank(tiny_shards, 50257)
     assert sorted(rank.tolist()) == list(range(50257))
@@ -561,7 +561,7 @@ def test_the_paired_rule_sees_consistent_losses_the_interval_rule_misses() -> No
 
 
 def test_comparison_renders_as_markdown_and_serialises() -> None:
-    from curation.proxy import Comparison
+    from curation.proxy.compare import Comparison
 
     base = report("v1", [task("arc_easy", flips(100, 60, 0, 0))])
     cand = report("v2", [task("arc_easy", flips(100, 60, 25, 0.0))])

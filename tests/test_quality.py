@@ -16,17 +16,19 @@ from pydantic import ValidationError
 from curation.quality import (
     HQ,
     LQ,
+    MIN_EXPECTED_HELD_OUT,
     QualityClassifierSettings,
     QualityScorer,
     TrainedClassifier,
     histogram,
+    minimum_positives,
     prepare_text,
     roc_auc,
     sample_negatives,
     score_thresholds,
+    too_few_positives,
     train_classifier,
 )
-from curation.quality_stage import MIN_EXPECTED_HELD_OUT, minimum_positives, too_few_positives
 
 # Small buckets and dimension keep the test fast; the model is still a bigram model.
 SETTINGS = QualityClassifierSettings(dim=32, bucket=100_000, max_positives=1500, seed=7,
@@ -278,7 +280,7 @@ def test_without_a_classifier_the_models_and_scores_are_skipped_cleanly(
     from corpus_assets.quality import quality_classifier, quality_scores
     from curation.config import load_pipeline
     from curation.partition import PartitionLayout
-    from curation.quality_stage import CLASSIFIER, GLOBAL_PARTITION, SCORES
+    from curation.stages.quality import CLASSIFIER, GLOBAL_PARTITION, SCORES
     from curation.storage import LocalStore
     from partitions import SNAPSHOT_PARTITIONS_NAME
     from resources import ComputeResource, PipelineResource, StorageResource

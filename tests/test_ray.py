@@ -10,7 +10,7 @@ from dagster import build_init_resource_context
 
 from curation import executor
 from curation.config import DocumentsSettings
-from curation.documents import run_documents
+from curation.stages.documents import run_documents
 from curation.storage import LocalStore
 from resources import ComputeResource
 from tests.test_documents import _inputs

@@ -16,11 +16,16 @@ from dagster import AssetKey
 from corpus_assets.definitions import defs
 from corpus_assets.main_job import main_run_config
 from curation.config import TokenizerSpec, load_pipeline, load_recipe
-from curation.dataset_stage import build_tokenizer, load_stored_tokenizer, ordered_occurrences
 from curation.loader import ShardDataset
-from curation.mix_stage import read_occurrences
 from curation.partition import PartitionLayout
-from curation.shards import BuildInfo, ShardSettings, build_shards, verify_shards
+from curation.shard_integrity import verify_shards
+from curation.shards import BuildInfo, ShardSettings, build_shards
+from curation.stages.dataset import (
+    build_tokenizer,
+    load_stored_tokenizer,
+    ordered_occurrences,
+    read_occurrences,
+)
 from curation.storage import LocalStore
 from partitions import RECIPE_PARTITIONS_NAME
 from tests.test_shards import require_module

@@ -10,7 +10,7 @@ import pytest
 from curation.edits import apply_edits
 from curation.partition import PartitionLayout
 from curation.pii import DEFAULT_PLACEHOLDERS
-from curation.scrub_stage import recorded_edits
+from curation.stages.scrubbed import recorded_edits
 from curation.storage import LocalStore
 
 WEB = ["SAMPLE-01", "SAMPLE-02"]

@@ -1,6 +1,6 @@
 """A takedown end to end on the built-in sample: find a document from a token position, take
 its URL down, rebuild, and prove it and its duplicates are gone everywhere while every other
-occurrence's tokens stay, in order (architecture.md, "Lineage and takedowns")."""
+occurrence's tokens stay, in order (docs/architecture.md, "Lineage and takedowns")."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ import pytest
 from tokenizers import Tokenizer, models
 
 from curation.config import RecipeConfig
+from curation.shard_integrity import verify_shards
 from curation.shards import (
     BuildInfo,
     Occurrence,
@@ -28,7 +29,6 @@ from curation.shards import (
     shard_files,
     shuffle_order,
     upload_shards,
-    verify_shards,
 )
 from curation.storage import LocalStore
 from curation.tokenizer import (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from curation.documents import HTML_TYPES
+from curation.stages.documents import HTML_TYPES
 from curation.warc import ReadFailure, WarcItem, iter_warc
 
 # Record counts as PROVENANCE.md states them (checked there with warcio).

@@ -18,7 +18,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.annotate import DocumentsInput
 from curation.config import DedupSettings, stable_hash
 from curation.dedup import (
     CLUSTER_SCHEMA,
@@ -34,15 +33,25 @@ from curation.dedup import (
     url_hash,
 )
 from curation.executor import map_tasks
-from curation.partition import PartitionLayout
+from curation.graph import (
+    ALL,
+    CROSS_DEDUP,
+    DEDUP_CLUSTERS,
+    DOCUMENTS,
+    EXACT_DEDUP,
+    LINE_DEDUP,
+    MINHASH_SIGNATURES,
+    URL_DEDUP,
+)
+from curation.partition import Manifest, PartitionLayout
 from curation.schema import EDIT_SCHEMA, decisions_table
+from curation.stages.base import DocumentsInput
 from curation.stats import StageStats
 from curation.storage import LocalStore, Store, read_parquet
-from curation.tasks import PartitionResult, PartitionRun, TaskOutput, run_partition
+from curation.tasks import PartitionResult, PartitionRun, TaskOutput, hold_locks, run_partition
 
 KERNEL_VERSION = "dedup-1"
-URL, EXACT, NEAR, LINES, CROSS = (
-    "url_dedup", "exact_dedup", "dedup_clusters", "line_dedup", "cross_dedup")
+URL, EXACT, NEAR, LINES, CROSS = URL_DEDUP, EXACT_DEDUP, DEDUP_CLUSTERS, LINE_DEDUP, CROSS_DEDUP
 REASONS = {URL: "duplicate_url", EXACT: "duplicate_text", NEAR: "near_duplicate",
            CROSS: "cross_partition_duplicate"}
 OUTPUT_SCHEMA = pa.schema([*CLUSTER_SCHEMA, pa.field("kept_doc_id", pa.string()),
@@ -125,7 +134,7 @@ class ClusterWork:
 def _signatures(store: Store, partition: str) -> pa.Table | list[str]:
     """The partition's band hashes: Parquet paths for DuckDB to stream locally, else Arrow
     (signatures only, 14 integers a document)."""
-    layout = PartitionLayout(store, "minhash_signatures", partition)
+    layout = PartitionLayout(store, MINHASH_SIGNATURES, partition)
     parts = layout.complete_manifest().parts
     if isinstance(store, LocalStore):
         return [store.uri(part.key) for part in parts]
@@ -200,7 +209,7 @@ def _cross_keys(store: Store, partition: str, near: bool) -> tuple[pa.Table, pa.
     members = _members(DocumentsInput(store, partition), ("url_hash", "text_hash"))
     keys = members.select(["doc_id", "url_hash", "text_hash"])
     if near:
-        keys = keys.join(PartitionLayout(store, "minhash_signatures", partition).read_table(),
+        keys = keys.join(PartitionLayout(store, MINHASH_SIGNATURES, partition).read_table(),
                          "doc_id")
     return keys, members.drop_columns(["url_hash", "text_hash"])
 
@@ -210,30 +219,47 @@ class CrossRun:
     added: list[str]
     reused: list[str]
     links: int
-    rows: pa.Table
-    decisions: pa.Table
     stats: StageStats
+    manifest: Manifest
+
+
+def cross_dedup_version(store: Store, partitions: list[str], settings: DedupSettings) -> str:
+    """The links' version: the kernel, the settings and every partition's documents."""
+    return stable_hash({"kernel": KERNEL_VERSION, "settings": settings.model_dump(),
+                        DOCUMENTS: {p: DocumentsInput(store, p).data_version()
+                                    for p in partitions}})
 
 
 def run_cross_dedup(store: Store, partitions: list[str], settings: DedupSettings,
-                    index_folder: Path) -> CrossRun:
+                    run_id: str | None = None) -> CrossRun:
     """Adds the partitions not yet in the index (only those are read), then clusters the links
-    of all of them and names, per cluster, the member the default ranking keeps."""
-    _drop_stale_index(store, partitions, settings, index_folder)
-    index = CrossIndex(index_folder, max_bucket_size=settings.max_bucket_size)
-    known = set(index.partitions())
-    added = [p for p in partitions if p not in known]
-    links = 0
-    facts = []
-    for partition in partitions:
-        if partition not in added:  # indexed already: only its members' ranking facts
-            facts.append(_members(DocumentsInput(store, partition)))
-            continue
-        keys, members = _cross_keys(store, partition, settings.cross_near_duplicates)
-        facts.append(members)
-        links += index.add_partition(partition, keys).num_rows
-    rows, decisions, stats = decide(index.clusters(), pa.concat_tables(facts), CROSS)
-    return CrossRun(added, sorted(known), links, rows, decisions, stats)
+    of all of them, names per cluster the member the default ranking keeps, and writes
+    `cross_dedup[all]` under the partitions' versions, holding its lock throughout."""
+    layout = PartitionLayout(store, CROSS, ALL)
+    version = cross_dedup_version(store, partitions, settings)
+    with hold_locks(store, [CROSS], ALL, run_id=run_id):
+        index_folder = local_index_folder(store)
+        _drop_stale_index(store, partitions, settings, index_folder)
+        index = CrossIndex(index_folder, max_bucket_size=settings.max_bucket_size)
+        known = set(index.partitions())
+        added = [p for p in partitions if p not in known]
+        links = 0
+        facts = []
+        for partition in partitions:
+            if partition not in added:  # indexed already: only its members' ranking facts
+                facts.append(_members(DocumentsInput(store, partition)))
+                continue
+            keys, members = _cross_keys(store, partition, settings.cross_near_duplicates)
+            facts.append(members)
+            links += index.add_partition(partition, keys).num_rows
+        rows, decisions, stats = decide(index.clusters(), pa.concat_tables(facts), CROSS)
+        layout.prepare(version)
+        manifest = Manifest(CROSS, ALL, version, [layout.write_part(0, rows)],
+                            tables={"decisions": [layout.write_table("decisions", 0,
+                                                                     decisions)]},
+                            extra={"stats": stats.to_dict()})
+        layout.write_manifest(manifest)
+    return CrossRun(added, sorted(known), links, stats, manifest)
 
 
 def _drop_stale_index(store: Store, partitions: list[str], settings: DedupSettings,
@@ -257,6 +283,6 @@ def local_index_folder(store: Store) -> Path:
     """Where the cross index lives: under the root for a local store; on S3, a local working
     copy (the index's files would go through the Store, see `CrossIndex`)."""
     if isinstance(store, LocalStore):
-        return Path(store.uri("cross_dedup/index"))
+        return Path(store.uri(f"{CROSS}/index"))
     return Path(tempfile.gettempdir()) / "corpus-cross-index" / stable_hash(store.uri(""))
 

@@ -28,6 +28,7 @@ from curation.extract import (
     sniff_binary,
     unwrap_payload,
 )
+from curation.graph import DOCUMENTS
 from curation.inputs import name_files
 from curation.partition import Manifest, PartitionLayout
 from curation.schema import DOCUMENT_SCHEMA, REJECT_SCHEMA, WEB_SOURCE, source_doc_id, web_doc_id
@@ -45,7 +46,7 @@ from curation.urlfilter import UrlFilter, url_host
 from curation.versions import library_versions
 from curation.warc import HTTP_HEAD_BYTES, ReadFailure, WarcItem, iter_warc
 
-ASSET = "documents"
+ASSET = DOCUMENTS
 # Bumped whenever this module's output for the same input changes.
 # 2: own WARC framing (bad Content-Length, garbled headers), de-chunked payloads, binary sniffing,
 #    UTF-8 behind single-byte labels, depth limit, CPU-time extraction limit.
@@ -237,7 +238,7 @@ def _read_warc(task: Task, path: Path, settings: DocumentsSettings, out: _Collec
                 _process_record(item, task, settings, extractor, url_filter, out)
             except Exception as error:  # noqa: BLE001 - one record never ends the run
                 log.exception("documents: record at %s:%s failed", task.location, item.offset)
-                out.reject("documents", "internal_error", item.url, item.offset,
+                out.reject(ASSET, "internal_error", item.url, item.offset,
                            _failure_message(error))
     except Exception as error:  # noqa: BLE001 - nor does a reader bug: keep what was read
         log.exception("documents: reading %s failed after offset %s", task.location, offset)

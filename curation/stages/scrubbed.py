@@ -1,4 +1,5 @@
-"""The `scrubbed` stage: the one rewrite of the text (architecture.md, "Annotate, then select").
+"""The `scrubbed` stage: the one rewrite of the text (docs/architecture.md, "Annotate, then
+select").
 
 Per `documents` part: the C4 line removals and citation cuts `heuristics` recorded, the
 boilerplate lines `line_dedup` recorded and the PII found here are applied together by
@@ -16,26 +17,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.annotate import DocumentsInput
-from curation.config import stable_hash
 from curation.edits import Replacement, apply_edits
-from curation.partition import PartitionLayout
+from curation.graph import DOCUMENTS, HEURISTICS, LINE_DEDUP, SCRUBBED
 from curation.pii import PiiSettings, find_pii
-from curation.schema import EDIT_SCHEMA, decisions_table
-from curation.stats import StageStats
-from curation.tasks import (
-    PartitionResult,
-    PartitionRun,
-    TaskOutput,
-    run_partition,
-    sample_candidates,
-)
+from curation.schema import EDIT_SCHEMA
+from curation.stages.base import AnnotateStage, Annotation, DocumentsInput, Drop
+from curation.tasks import PartitionResult, sample_candidates
 
-ASSET = "scrubbed"
+ASSET = SCRUBBED
 KERNEL_VERSION = "scrubbed-1"
-HEURISTICS = "heuristics"
-LINE_DEDUP = "line_dedup"
 SAMPLES_PER_TASK = 20
+EMPTY_AFTER_EDITS = "empty_after_edits"
 
 SCRUBBED_SCHEMA = pa.schema(
     [
@@ -67,24 +59,24 @@ def recorded_edits(edits: pa.Table) -> dict[str, _DocumentEdits]:
 
 
 @dataclass(frozen=True)
-class ScrubWork:
-    documents: DocumentsInput
+class ScrubWork(AnnotateStage):
     settings: PiiSettings
 
+    asset = ASSET
+    reported_reasons = (EMPTY_AFTER_EDITS,)
+
     def _edits(self, index: int, doc_ids: list[str]) -> dict[str, _DocumentEdits]:
-        store, partition = self.documents.store, self.documents.partition
-        heuristics = PartitionLayout(store, HEURISTICS, partition).read_part(index, "edits")
-        lines = PartitionLayout(store, LINE_DEDUP, partition).read_table(name="edits")
+        heuristics = self.documents.upstream(HEURISTICS).read_part(index, "edits")
+        lines = self.documents.upstream(LINE_DEDUP).read_table(name="edits")
         lines = lines.filter(pc.is_in(lines["doc_id"], pa.array(doc_ids, pa.string())))
         return recorded_edits(pa.concat_tables([heuristics, lines]))
 
-    def __call__(self, index: int) -> TaskOutput:
-        table = self.documents.read(index)
+    def annotate(self, index: int, table: pa.Table) -> Annotation:
         doc_ids, texts = table["doc_id"].to_pylist(), table["text"].to_pylist()
         recorded = self._edits(index, doc_ids)
         rows: list[dict[str, Any]] = []
         pii_edits: list[dict[str, Any]] = []
-        empty: list[dict[str, Any]] = []
+        empty: list[Drop] = []
         kinds: Counter[str] = Counter()
         for doc_id, text in zip(doc_ids, texts, strict=True):
             edits = recorded.get(doc_id) or _DocumentEdits(set(), [])
@@ -100,33 +92,24 @@ class ScrubWork:
                          "cuts": len(edited.replacements) - len(replaced),
                          "pii_replaced": len(replaced)})
             if text.strip() and not edited.text.strip():
-                empty.append({"doc_id": doc_id, "stage": ASSET, "verdict": "drop",
-                              "reason": "empty_after_edits",
-                              "value": float(edited.lines_removed)})
-        stats = StageStats(records_in=len(rows), candidates=len(rows),
-                           docs_out=len(rows) - len(empty))
-        stats.rejects["empty_after_edits"] = len(empty)
-        stats.counts.update({f"pii.{kind}": n for kind, n in kinds.items()})
-        stats.counts["documents_with_pii"] = sum(1 for row in rows if row["pii_replaced"])
-        stats.counts["documents_edited"] = sum(
+                empty.append(Drop(doc_id, EMPTY_AFTER_EDITS, float(edited.lines_removed)))
+        counts = {f"pii.{kind}": n for kind, n in kinds.items()}
+        counts["documents_with_pii"] = sum(1 for row in rows if row["pii_replaced"])
+        counts["documents_edited"] = sum(
             1 for row, text in zip(rows, texts, strict=True) if row["text"] != text)
-        stats.counts["lines_removed"] = sum(row["lines_removed"] for row in rows)
-        stats.counts["cuts"] = sum(row["cuts"] for row in rows)
-        return TaskOutput(
-            {"part": pa.Table.from_pylist(rows, SCRUBBED_SCHEMA),
-             "edits": pa.Table.from_pylist(pii_edits, EDIT_SCHEMA),
-             "decisions": decisions_table(empty)},
-            stats, sample_candidates(doc_ids, SAMPLES_PER_TASK))
+        counts["lines_removed"] = sum(row["lines_removed"] for row in rows)
+        counts["cuts"] = sum(row["cuts"] for row in rows)
+        return Annotation(pa.Table.from_pylist(rows, SCRUBBED_SCHEMA), empty,
+                          {"edits": pa.Table.from_pylist(pii_edits, EDIT_SCHEMA)}, counts,
+                          sample_candidates(doc_ids, SAMPLES_PER_TASK))
 
 
 def run_scrubbed(documents: DocumentsInput, settings: PiiSettings, workers: int,
                  on_task_done: Any = None, samples: tuple[int, str] | None = None
                  ) -> PartitionResult:
-    store, partition = documents.store, documents.partition
-    upstream = {name: PartitionLayout(store, name, partition).complete_manifest().data_version
+    upstream = {name: documents.upstream(name).complete_manifest().data_version
                 for name in (HEURISTICS, LINE_DEDUP)}
-    version = stable_hash({"kernel": KERNEL_VERSION, "settings": settings.model_dump(mode="json"),
-                           "documents": documents.data_version(), **upstream})
-    run = PartitionRun(store, ASSET, partition, version)
-    return run_partition(run, documents.task_count(), ScrubWork(documents, settings), workers,
-                         on_task_done, samples=samples)
+    return ScrubWork(documents, settings).run(
+        {"kernel": KERNEL_VERSION, "settings": settings.model_dump(mode="json"),
+         DOCUMENTS: documents.data_version(), **upstream},
+        workers, on_task_done, samples=samples)

@@ -8,7 +8,6 @@ model is stored under its content hash, so every score names the exact model tha
 from __future__ import annotations
 
 import hashlib
-import math
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -18,25 +17,27 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.annotate import DocumentsInput
 from curation.config import SOURCE_PREFIX, PipelineConfig, stable_hash
+from curation.graph import ALL, DOCUMENTS, HEURISTICS, LANGUAGE, QUALITY_CLASSIFIER, QUALITY_SCORES
 from curation.partition import Manifest, PartitionLayout
 from curation.quality import (
     QualityClassifierSettings,
     QualityScorer,
     TrainedClassifier,
+    TrainingDataError,
     histogram,
     sample_negatives,
     score_thresholds,
+    too_few_positives,
     train_classifier,
 )
-from curation.stats import StageStats
+from curation.stages.base import AnnotateStage, Annotation, DocumentsInput
 from curation.storage import Store
-from curation.tasks import PartitionResult, PartitionRun, TaskOutput, run_partition
+from curation.tasks import PartitionResult
 
-CLASSIFIER = "quality_classifier"
-SCORES = "quality_scores"
-GLOBAL_PARTITION = "all"
+CLASSIFIER = QUALITY_CLASSIFIER
+SCORES = QUALITY_SCORES
+GLOBAL_PARTITION = ALL
 SKIPPED = "skipped"
 KERNEL_VERSION = "quality-1"
 TOP_FRACTIONS = (0.1, 0.3, 0.5)
@@ -48,44 +49,12 @@ SCORE_SCHEMA = pa.schema([
 ])
 
 
-# What a pipeline without a classifier (no quality: section or no positive source) leaves out.
-WITHOUT_CLASSIFIER = ("no quality scores; recipes cannot use selection.quality_top_fraction, "
-                      "phases.*.quality_top_fraction or cluster_policy: quality")
-# Held-out texts the positives must yield on average: the ROC AUC gate means little on fewer.
-MIN_EXPECTED_HELD_OUT = 10
-
-
-class TrainingDataError(ValueError):
-    """The pipeline names no positives, too few to split, or its training snapshots yield no
-    negatives."""
-
-
-def minimum_positives(settings: QualityClassifierSettings) -> int:
-    """Positive texts needed for about `MIN_EXPECTED_HELD_OUT` on each side of the split
-    (the split is by each text's hash, so the sides are only proportional on average)."""
-    smaller_side = min(settings.holdout_fraction, 1 - settings.holdout_fraction)
-    return math.ceil(MIN_EXPECTED_HELD_OUT / smaller_side)
-
-
-def too_few_positives(settings: QualityClassifierSettings, counts: dict[str, int]) -> str | None:
-    """Why the positive sources (`counts` of records per source) cannot be split; else None."""
-    usable = min(sum(counts.values()), settings.max_positives)
-    needed = minimum_positives(settings)
-    if usable >= needed:
-        return None
-    held = ", ".join(f"{name}: {count}" for name, count in sorted(counts.items()))
-    capped = f" (capped at quality.max_positives {settings.max_positives})" \
-        if settings.max_positives < sum(counts.values()) else ""
-    return (f"the classifier_positive sources hold {usable} texts{capped} ({held}); holding "
-            f"out {settings.holdout_fraction:.0%} of them needs at least {needed}")
-
-
 def model_key(sha256: str) -> str:
     return f"models/{sha256}/model.bin"
 
 
 def _source_texts(store: Store, source: str) -> list[str]:
-    table = PartitionLayout(store, "documents", SOURCE_PREFIX + source).read_table(["text"])
+    table = PartitionLayout(store, DOCUMENTS, SOURCE_PREFIX + source).read_table(["text"])
     return table["text"].to_pylist()
 
 
@@ -94,7 +63,7 @@ def _kept_web_texts(store: Store, snapshot: str, count: int, seed: int) -> tuple
     """The `count` heuristics-passing documents of a snapshot with the smallest keyed hash,
     read part by part so memory stays bounded by the sample, not the snapshot."""
     documents = DocumentsInput(store, snapshot)
-    heuristics = PartitionLayout(store, "heuristics", snapshot)
+    heuristics = documents.upstream(HEURISTICS)
     chosen_ids: list[str] = []
     chosen_texts: list[str] = []
     for index in range(documents.task_count()):
@@ -248,35 +217,31 @@ def _local_model(store: Store, sha256: str) -> Path:
 
 
 @dataclass(frozen=True)
-class ScoreWork:
-    documents: DocumentsInput
+class ScoreWork(AnnotateStage):
     model_sha256: str
     max_chars: int
 
-    def __call__(self, index: int) -> TaskOutput:
-        table = self.documents.read(index)
-        languages = PartitionLayout(self.documents.store, "language",
-                                    self.documents.partition).read_part(index, columns=["language"])
+    asset = SCORES
+    writes_decisions = False
+
+    def annotate(self, index: int, table: pa.Table) -> Annotation:
+        languages = self.documents.upstream(LANGUAGE).read_part(index, columns=["language"])
         scorer = QualityScorer(_local_model(self.documents.store, self.model_sha256),
                                self.max_chars)
         scores = scorer.score(table["text"].to_pylist())
-        out = pa.table({"doc_id": table["doc_id"], "language": languages["language"],
-                        "quality_score": pa.array(scores, pa.float32())}, schema=SCORE_SCHEMA)
-        stats = StageStats(records_in=table.num_rows, candidates=table.num_rows,
-                           docs_out=table.num_rows)
-        return TaskOutput({"part": out}, stats)
+        return Annotation(pa.table({"doc_id": table["doc_id"], "language": languages["language"],
+                                    "quality_score": pa.array(scores, pa.float32())},
+                                   schema=SCORE_SCHEMA))
 
 
 def run_scores(documents: DocumentsInput, workers: int,
                on_task_done: Any = None) -> PartitionResult:
     sha256, max_chars = current_model(documents.store)
-    language_version = PartitionLayout(documents.store, "language",
-                                       documents.partition).complete_manifest().data_version
-    version = stable_hash({"kernel": KERNEL_VERSION, "model": sha256, "max_chars": max_chars,
-                           "documents": documents.data_version(), "language": language_version})
-    run = PartitionRun(documents.store, SCORES, documents.partition, version)
-    return run_partition(run, documents.task_count(), ScoreWork(documents, sha256, max_chars),
-                         workers, on_task_done)
+    return ScoreWork(documents, sha256, max_chars).run(
+        {"kernel": KERNEL_VERSION, "model": sha256, "max_chars": max_chars,
+         DOCUMENTS: documents.data_version(),
+         LANGUAGE: documents.upstream(LANGUAGE).complete_manifest().data_version},
+        workers, on_task_done)
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from curation.annotate import DocumentsInput
-from curation.config import stable_hash
 from curation.decontamination import (
     DecontaminationSettings,
     EvalIndex,
@@ -28,15 +26,15 @@ from curation.decontamination import (
     suite_hash,
 )
 from curation.evals import load_benchmarks
+from curation.graph import ALL, DECONTAMINATED, DOCUMENTS, EVAL_SUITE
 from curation.partition import Manifest, PartitionLayout
-from curation.schema import decisions_table
-from curation.stats import StageStats
+from curation.stages.base import AnnotateStage, Annotation, DocumentsInput, Drop
 from curation.storage import Store
-from curation.tasks import PartitionResult, PartitionRun, TaskOutput, run_partition
+from curation.tasks import PartitionResult
 
-EVAL_SUITE = "eval_suite"
-ASSET = "decontaminated"
-SUITE_PARTITION = "all"
+ASSET = DECONTAMINATED
+SUITE_PARTITION = ALL
+CONTAMINATED = "contaminated"
 KERNEL_VERSION = "decontaminated-1"
 SPAN_CHARS = 200  # of the matched text quoted in a decision's detail
 
@@ -90,20 +88,22 @@ def load_eval_index(store: Store) -> EvalIndex:
     return _LOADED[key]
 
 
-def _decision(doc_id: str, hit: Hit) -> dict[str, Any]:
+def _drop(doc_id: str, hit: Hit) -> Drop:
     detail = {"benchmark": hit.benchmark, "item_id": hit.item_id, "start": hit.start,
               "end": hit.end, "text": hit.text[:SPAN_CHARS]}
-    return {"doc_id": doc_id, "stage": ASSET, "verdict": "drop", "reason": "contaminated",
-            "value": float(hit.ngrams), "detail": json.dumps(detail, ensure_ascii=False)}
+    return Drop(doc_id, CONTAMINATED, float(hit.ngrams), json.dumps(detail, ensure_ascii=False))
 
 
 @dataclass(frozen=True)
-class DecontaminateWork:
-    documents: DocumentsInput
+class DecontaminateWork(AnnotateStage):
+    """One drop per (document, eval item) hit; the stats count contaminated documents."""
+
     min_hits: int
 
-    def __call__(self, index: int) -> TaskOutput:
-        table = self.documents.read(index)
+    asset = ASSET
+    reported_reasons = (CONTAMINATED,)
+
+    def annotate(self, index: int, table: pa.Table) -> Annotation:
         doc_ids = table["doc_id"].to_pylist()
         eval_index = load_eval_index(self.documents.store)
         hits = [hit for doc, text in enumerate(table["text"].to_pylist())
@@ -115,25 +115,18 @@ class DecontaminateWork:
                  "items": len(per_doc.get(doc, [])),
                  "benchmarks": sorted({h.benchmark for h in per_doc.get(doc, [])})}
                 for doc, doc_id in enumerate(doc_ids)]
-        stats = StageStats(records_in=len(rows), candidates=len(rows),
-                           docs_out=len(rows) - len(per_doc))
-        stats.rejects["contaminated"] = len(per_doc)
         documents_per_benchmark = Counter(b for row in rows for b in row["benchmarks"])
-        stats.counts.update({f"documents.{b}": n for b, n in documents_per_benchmark.items()})
-        stats.counts.update({f"hits.{b}": n for b, n in Counter(h.benchmark for h in hits).items()})
-        return TaskOutput(
-            {"part": pa.Table.from_pylist(rows, DECONTAMINATED_SCHEMA),
-             "hits": hits_table(hits, doc_ids),
-             "decisions": decisions_table([_decision(doc_ids[h.doc], h) for h in hits])},
-            stats)
+        counts = {f"documents.{b}": n for b, n in documents_per_benchmark.items()}
+        counts |= {f"hits.{b}": n for b, n in Counter(h.benchmark for h in hits).items()}
+        return Annotation(pa.Table.from_pylist(rows, DECONTAMINATED_SCHEMA),
+                          [_drop(doc_ids[h.doc], h) for h in hits],
+                          {"hits": hits_table(hits, doc_ids)}, counts)
 
 
 def run_decontaminated(documents: DocumentsInput, settings: DecontaminationSettings,
                        workers: int, on_task_done: Any = None) -> PartitionResult:
     suite = PartitionLayout(documents.store, EVAL_SUITE, SUITE_PARTITION).complete_manifest()
-    version = stable_hash({"kernel": KERNEL_VERSION, "min_hits": settings.min_hits,
-                           "documents": documents.data_version(),
-                           "eval_suite": suite.data_version})
-    run = PartitionRun(documents.store, ASSET, documents.partition, version)
-    return run_partition(run, documents.task_count(),
-                         DecontaminateWork(documents, settings.min_hits), workers, on_task_done)
+    return DecontaminateWork(documents, settings.min_hits).run(
+        {"kernel": KERNEL_VERSION, "min_hits": settings.min_hits,
+         DOCUMENTS: documents.data_version(), EVAL_SUITE: suite.data_version},
+        workers, on_task_done)

@@ -1,0 +1,44 @@
+"""The default resources read CORPUS_* when a run starts, not when the definitions are imported:
+a code location loaded once follows the environment its runs start in (`corpus ui` sets
+CORPUS_ROOT and CORPUS_PIPELINE for its deployment; backfills launched by the daemon take no run
+configuration)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dagster import DagsterInstance, materialize
+from dagster_aws.s3 import S3Resource
+
+from resources import ComputeResource, PipelineResource, StorageResource
+
+
+def _run_catalog(instance: DagsterInstance) -> None:
+    from corpus_assets.definitions import defs
+    from curation.graph import CATALOG
+
+    result = materialize([defs.get_assets_def(CATALOG)], instance=instance,
+                         resources=defs.resources)
+    assert result.success
+
+
+def test_a_run_writes_under_the_root_its_environment_names(tmp_path: Path, monkeypatch):
+    import corpus_assets.definitions  # noqa: F401 - imported before the variable is set
+
+    instance = DagsterInstance.ephemeral()
+    for name in ("first", "second"):
+        monkeypatch.setenv("CORPUS_ROOT", str(tmp_path / name))
+        _run_catalog(instance)
+        assert (tmp_path / name / "catalog.duckdb").is_file()
+
+
+def test_unset_variables_keep_the_defaults(monkeypatch):
+    for variable in ("CORPUS_ROOT", "CORPUS_PIPELINE", "CORPUS_WORKERS"):
+        monkeypatch.delenv(variable, raising=False)
+    assert StorageResource(s3=S3Resource()).from_environment().root == "data"
+    assert PipelineResource().from_environment().path == "pipeline.yaml"
+    assert ComputeResource().from_environment().workers == 2
+    monkeypatch.setenv("CORPUS_WORKERS", "5")
+    assert ComputeResource().from_environment().workers == 5
+    # What run configuration sets wins over the environment.
+    assert ComputeResource(workers=0).from_environment().workers == 0
