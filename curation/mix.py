@@ -70,7 +70,6 @@ from typing import Literal
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from curation.config import SOURCE_PREFIX, RecipeConfig
 from curation.dedup import connected_components
@@ -91,7 +90,7 @@ from curation.graph import (
 from curation.partition import PartitionLayout
 from curation.schema import WEB_SOURCE
 from curation.shards import occurrence_lengths
-from curation.storage import Store
+from curation.storage import Store, read_parquet
 from curation.tokenizer import PinnedTokenizer
 
 KERNEL_VERSION = "mix-2"  # 2: exact token counts, curated filter policy
@@ -192,7 +191,7 @@ def _read(store: Store, asset: str, partition: str, schema: pa.Schema, *, name: 
             raise MixInputError(f"{asset}[{partition}] is not complete (no manifest); the mix "
                                 "needs it")
         return None
-    tables = [pq.read_table(pa.BufferReader(store.read_bytes(part.key)), columns=schema.names)
+    tables = [read_parquet(store, part.key, schema.names)
               for part in manifest.table_parts(name)]
     if not tables:
         return schema.empty_table()
@@ -207,8 +206,7 @@ def _text_bytes(store: Store, partition: str) -> pa.Table:
                             "needs it")
     tables = []
     for part in manifest.parts:
-        table = pq.read_table(pa.BufferReader(store.read_bytes(part.key)),
-                              columns=["doc_id", "text"])
+        table = read_parquet(store, part.key, ["doc_id", "text"])
         tables.append(pa.table({
             "doc_id": table["doc_id"].cast(pa.string()),
             "text_bytes": pc.binary_length(table["text"]).cast(pa.int64())}))
@@ -580,8 +578,7 @@ def selected_texts(store: Store, selected: pa.Table) -> Iterator[pa.Table]:
         wanted = selected.filter(pc.equal(selected["partition"], partition))["doc_id"]
         manifest = PartitionLayout(store, SCRUBBED, partition).complete_manifest()
         for part in manifest.parts:
-            rows = pq.read_table(pa.BufferReader(store.read_bytes(part.key)),
-                                 columns=["doc_id", "text"])
+            rows = read_parquet(store, part.key, ["doc_id", "text"])
             yield rows.filter(pc.is_in(rows["doc_id"], value_set=wanted))
 
 

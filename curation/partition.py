@@ -163,13 +163,11 @@ class PartitionLayout:
     def read_part(self, index: int, name: str = "part",
                   columns: list[str] | None = None) -> pa.Table:
         part = self.complete_manifest().table_parts(name)[index]
-        table = read_parquet(self.store, part.key)
-        return table.select(columns) if columns else table
+        return read_parquet(self.store, part.key, columns)
 
     def read_table(self, columns: list[str] | None = None, name: str = "part") -> pa.Table:
         parts = self.complete_manifest().table_parts(name)
-        tables = [read_parquet(self.store, part.key) for part in parts]
+        tables = [read_parquet(self.store, part.key, columns) for part in parts]
         if not tables:
             raise FileNotFoundError(f"{self.asset}[{self.partition}] has no {name} table")
-        table = pa.concat_tables(tables)
-        return table.select(columns) if columns else table
+        return pa.concat_tables(tables)

@@ -54,7 +54,6 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from curation.config import RecipeConfig
 from curation.graph import (
@@ -72,7 +71,7 @@ from curation.mix import DEFAULT_BYTES_PER_TOKEN, RULES, SELECTED, TAKEDOWN
 from curation.partition import PartitionLayout
 from curation.pii import scrub_text
 from curation.schema import WEB_SOURCE, sample_rank
-from curation.storage import Store
+from curation.storage import Store, read_parquet
 from curation.takedowns import current_takedowns, load_tombstones, match_documents
 
 REPORT_VERSION = "report-1"
@@ -136,7 +135,7 @@ def _parts(store: Store, asset: str, partition: str, columns: Sequence[str],
     if manifest is None:
         return
     for part in manifest.table_parts(name):
-        yield pq.read_table(pa.BufferReader(store.read_bytes(part.key)), columns=list(columns))
+        yield read_parquet(store, part.key, list(columns))
 
 
 def _table(store: Store, asset: str, partition: str, schema: pa.Schema, name: str = "part",
@@ -507,8 +506,7 @@ def _rejects_sample(store: Store, partitions: Sequence[str], count: int) -> list
     for partition in partitions:
         for key in store.list(f"rejects/{partition.replace('/', '_')}"):
             if key.endswith(".parquet"):
-                table = pq.read_table(pa.BufferReader(store.read_bytes(key)),
-                                      columns=["url", "reason", "message"])
+                table = read_parquet(store, key, ["url", "reason", "message"])
                 if takedowns.entries and table.num_rows:  # a taken-down URL is never shown
                     table = table.filter(pc.invert(match_documents(table, takedowns)))
                 rows += [dict(r, partition=partition) for r in table.to_pylist()]

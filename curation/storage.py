@@ -528,8 +528,10 @@ def parquet_bytes(table: pa.Table) -> bytes:
     return sink.getvalue()
 
 
-def read_parquet(store: Store, key: str) -> pa.Table:
-    return pq.read_table(pa.BufferReader(store.read_bytes(key)))
+def read_parquet(store: Store, key: str, columns: list[str] | None = None) -> pa.Table:
+    """The Parquet object at `key`; with `columns`, only those are decoded, in that order."""
+    table = pq.read_table(pa.BufferReader(store.read_bytes(key)), columns=columns)
+    return table.select(columns) if columns else table
 
 
 # --- reading inputs (WARC files, listings, source files) -------------------------------------

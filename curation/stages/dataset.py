@@ -352,12 +352,11 @@ def build_dataset_shards(store: Store, recipe_name: str, recipe: RecipeConfig,
 
 
 def shards_version(store: Store, recipe_name: str, recipe: RecipeConfig,
-                   pipeline: PipelineConfig) -> BuildInfo:
-    """The dataset version the stored mix and tokenizer give, and the build information the
+                   pipeline: PipelineConfig, tokenizer: PinnedTokenizer) -> BuildInfo:
+    """The dataset version the stored mix and `tokenizer` give, and the build information the
     manifest records (docs/architecture.md, "Determinism": the same version, the same bytes)."""
-    pinned = load_stored_tokenizer(store, recipe_name)
     mixed = PartitionLayout(store, MIX, recipe_name).complete_manifest()
-    inputs = {MIX: mixed.data_version, TOKENIZER: pinned.sha256}
+    inputs = {MIX: mixed.data_version, TOKENIZER: tokenizer.sha256}
     version = dataset_version(
         recipe, pipeline, takedown_version=mixed.extra["takedown_version"],
         input_data_versions=inputs,
@@ -371,11 +370,12 @@ def run_shards(store: Store, recipe_name: str, recipe: RecipeConfig, pipeline: P
                threads: int, run_id: str | None = None) -> ShardsBuild:
     """The recipe's shards under the dataset version of its stored mix and tokenizer, built
     only when that version's folder has no manifest yet, under the partition's lock."""
-    info = shards_version(store, recipe_name, recipe, pipeline)
+    tokenizer = load_stored_tokenizer(store, recipe_name)
+    info = shards_version(store, recipe_name, recipe, pipeline, tokenizer)
     with hold_locks(store, [SHARDS], recipe_name, run_id=run_id):
         return build_dataset_shards(store, recipe_name, recipe,
-                                    read_occurrences(store, recipe_name),
-                                    load_stored_tokenizer(store, recipe_name), info, threads)
+                                    read_occurrences(store, recipe_name), tokenizer, info,
+                                    threads)
 
 
 def local_shards(store: Store, prefix: str, folder: str) -> Path:
