@@ -49,6 +49,7 @@ if __package__ in (None, ""):  # run as a script: make the repository root impor
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from curation.catalog import Catalog, refresh_catalog  # noqa: E402
+from curation.duck import current_budget  # noqa: E402
 from curation.partition import Manifest, PartitionLayout  # noqa: E402
 from curation.schema import DECISION_SCHEMA, DOCUMENT_SCHEMA, REJECT_SCHEMA  # noqa: E402
 from curation.shards import SPAN_SCHEMA  # noqa: E402
@@ -426,7 +427,8 @@ def render(r: dict, args: argparse.Namespace) -> str:
         "Command: `.venv/bin/python benchmarks/catalog.py` (method: its docstring). "
         f"duckdb {version('duckdb')}, pyarrow {version('pyarrow')}, Python "
         f"{platform.python_version()}, {args.documents:,} documents requested, 2 cores shared "
-        "with other work, DuckDB `threads = 2`, `memory_limit = 2GB`.",
+        "with other work, DuckDB under the memory budget "
+        f"(`{current_budget().duckdb()}`: `CORPUS_MEMORY_GB`, `CORPUS_SPILL_DIR`).",
         "",
         "## The synthetic store",
         "",

@@ -1,8 +1,11 @@
 """Near-duplicate clustering (`curation.dedup`): wall time and peak memory against corpus size,
-and the cross-partition index as partitions are added.
+the cross-partition index as partitions are added, and connected components in and out of
+memory.
 
     .venv/bin/python benchmarks/clustering.py [--sizes 1000000 2000000 4000000]
         [--memory-limit 1GB] [--tight-limit 300MB] [--partitions 4] [--partition-size 1000000]
+        [--graph-edges 2500000] [--graph-budget-gb 0.25]
+        [--only clustering cross components]
 
 1. Builds (or reuses) seeded synthetic band tables under ``benchmarks/.work/clustering/``:
    `doc_id` (16 hex characters, like the project's ids) and 14 uint64 band hashes. About 10% of
@@ -20,7 +23,15 @@ and the cross-partition index as partitions are added.
    one seed each, plus a `text_hash`), 5% of each partition's documents copying the bands and
    text hash of documents of the one before; each `CrossIndex.add_partition` in its own
    subprocess, as a Dagster run would, then `clusters()`.
-4. Prints markdown tables and writes ``benchmarks/results/clustering.md``.
+4. Components (`curation.components.connected_components_sql`) on a synthetic graph of
+   `--graph-edges` edges between 16-hex-character string nodes: a 20% share of the edges is one
+   long chain in shuffled order, 30% stars of heavy-tailed sizes, 50% a sparse random graph
+   (a giant component and many small ones). Each path in its own subprocess under a
+   `--graph-budget-gb` budget (DuckDB gets 75% of it): the DuckDB hooking rounds (the path the
+   budget picks) and the in-memory union-find (forced by a budget the nodes fit), with their
+   results compared by a checksum of (node, root).
+5. Prints markdown tables; writes ``benchmarks/results/clustering.md`` when all experiments ran
+   (not with `--only`).
 """
 
 from __future__ import annotations
@@ -42,7 +53,10 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.measure import RESULT_PREFIX, run_measured  # noqa: E402
+from curation.components import connected_components_sql, in_memory  # noqa: E402
 from curation.dedup import CrossIndex, DuckDBSettings, cluster_near_duplicates  # noqa: E402
+from curation.duck import MemoryBudget, duckdb_session, literal  # noqa: E402
+from curation.storage import ROW_GROUP_ROWS  # noqa: E402
 
 BANDS = 14
 FAMILY_SHARE = 0.10
@@ -51,6 +65,7 @@ CROSS_SHARE = 0.05
 WORK = Path(__file__).resolve().parent / ".work" / "clustering"
 RESULTS = Path(__file__).resolve().parent / "results" / "clustering.md"
 MIB = 2**20
+EXPERIMENTS = ["clustering", "cross", "components"]
 
 # --- synthetic data -----------------------------------------------------------------------------
 
@@ -84,12 +99,12 @@ def synthetic_bands(documents: int, seed: int = 0) -> pa.Table:
     return pa.table(columns).take(pa.array(rng.permutation(documents)))
 
 
-def cached(path: Path, build: Callable[[], pa.Table]) -> Path:
+def cached(path: Path, build: Callable[[], pa.Table], row_group_size: int | None = None) -> Path:
     """`path`, written by `build()` unless it exists."""
     if not path.exists():
         WORK.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(".tmp")
-        pq.write_table(build(), temporary, compression="zstd")
+        pq.write_table(build(), temporary, compression="zstd", row_group_size=row_group_size)
         temporary.replace(path)
     return path
 
@@ -113,6 +128,37 @@ def partition_file(documents: int, partition: int) -> Path:
         return pa.concat_tables([previous, table.slice(copies)])
 
     return cached(WORK / f"partition-{documents}-{partition}.parquet", build)
+
+
+def synthetic_graph(edges: int, seed: int = 0) -> pa.Table:
+    """The graph of the module docstring: (`a`, `b`) string edges in random order."""
+    rng = np.random.default_rng(seed)
+    chain, stars = int(edges * 0.2), int(edges * 0.3)
+    random_edges = edges - chain - stars
+    sizes = np.minimum(rng.zipf(1.8, size=stars), 5_000)
+    sizes = sizes[np.cumsum(sizes) <= stars]
+    random_nodes = random_edges
+    nodes = chain + 1 + int(sizes.sum()) + sizes.size + random_nodes
+    order = rng.permutation(chain + 1)
+    left = [order[:-1]]
+    right = [order[1:]]
+    centres = chain + 1 + np.arange(sizes.size)
+    left.append(np.repeat(centres, sizes))
+    right.append(chain + 1 + sizes.size + np.arange(int(sizes.sum())))
+    base = nodes - random_nodes
+    left.append(base + rng.integers(0, random_nodes, random_edges))
+    right.append(base + rng.integers(0, random_nodes, random_edges))
+    a, b = np.concatenate(left), np.concatenate(right)
+    names = np.array([f"{x:016x}" for x in rng.integers(0, 2**63, size=nodes)])
+    shuffle = rng.permutation(a.size)
+    return pa.table({"a": names[a[shuffle]], "b": names[b[shuffle]]})
+
+
+def graph_file(edges: int) -> Path:
+    # Row groups as the stages write them: DuckDB decodes a row group's strings at once, and
+    # pyarrow's default (a million rows) alone would not fit a 64 MB memory_limit.
+    return cached(WORK / f"graph-{edges}-rg.parquet", lambda: synthetic_graph(edges),
+                  ROW_GROUP_ROWS)
 
 
 # --- measured children --------------------------------------------------------------------------
@@ -144,7 +190,25 @@ def child(args: list[str], memory_limit: str) -> dict:
             return {"links": links.num_rows}
         case ["clusters", index]:
             return vars(CrossIndex(index, settings=settings(memory_limit)).clusters().stats)
+        case ["components", path, budget_gb, forced]:
+            return components_child(Path(path), float(budget_gb), forced == "memory")
     raise SystemExit(f"unknown child command {args}")
+
+
+def components_child(path: Path, budget_gb: float, force_memory: bool) -> dict:
+    """Components of the edges at `path` under a `budget_gb` budget (DuckDB gets its share);
+    `force_memory` picks the union-find by judging the nodes against a budget they fit."""
+    budget = MemoryBudget(memory_gb=budget_gb, spill_directory=str(WORK))
+    with duckdb_session(budget.duckdb()) as con:
+        con.execute(f"CREATE VIEW edges AS SELECT * FROM read_parquet({literal(str(path))})")
+        judged = MemoryBudget(memory_gb=1024) if force_memory else budget
+        run = connected_components_sql(con, "edges", "found", budget=judged)
+        components, largest, checksum = con.sql(
+            "SELECT count(*), max(n), sum(h) FROM (SELECT root, count(*) AS n,"
+            " sum(hash(node, root) % 1000000007) AS h FROM found GROUP BY root)").fetchall()[0]
+    return {"rounds": run.rounds, "jumps": run.jumps, "nodes": run.nodes, "edges": run.edges,
+            "components": components, "largest": largest, "checksum": int(checksum),
+            "path": "in memory" if in_memory(run.nodes, judged) else "DuckDB rounds"}
 
 
 def measure(args: list[str], memory_limit: str, log: str) -> dict:
@@ -183,6 +247,33 @@ def cross_rows(partitions: int, documents: int, memory_limit: str) -> list[dict]
     rows.append(measure(["clusters", str(index)], memory_limit, "clusters") | {"step": "clusters"})
     rows[-1]["index_mib"] = sum(p.stat().st_size for p in index.rglob("*") if p.is_file()) / MIB
     return rows
+
+
+def components_rows(edges: int, budget_gb: float) -> list[dict]:
+    path = str(graph_file(edges))
+    rows = [measure(["components", path, str(budget_gb), forced], "1GB", f"components-{forced}")
+            for forced in ("budget", "memory")]
+    if len({row["checksum"] for row in rows}) != 1:
+        raise SystemExit("the two components paths disagree")
+    return rows
+
+
+def components_table(rows: list[dict], budget_gb: float) -> list[str]:
+    first = rows[0]
+    lines = [
+        f"Connected components of {first['edges']:,} edges between {first['nodes']:,} string"
+        f" nodes ({first['components']:,} components, the largest {first['largest']:,} nodes),"
+        f" under a {budget_gb * 1024:,.0f} MiB budget (DuckDB memory_limit"
+        f" {MemoryBudget(memory_gb=budget_gb).duckdb().memory_limit}), one process per path;"
+        " both give the same (node, root) table:",
+        "",
+        "| path | wall s | peak RSS MiB (VmHWM) | sampled RSS MiB | rounds | pointer jumps |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['path']} | {r['wall']:.1f} | {r['hwm'] / MIB:,.0f}"
+                     f" | {r['sampled_rss'] / MIB:,.0f} | {r['rounds']} | {r['jumps']} |")
+    return lines
 
 
 def clustering_table(rows: list[dict]) -> list[str]:
@@ -228,7 +319,7 @@ def cross_table(rows: list[dict], documents: int) -> list[str]:
     return lines + ["", f"Index on disk after the last partition: {size:,.0f} MiB."]
 
 
-def markdown(clustering: list[dict], cross: list[dict], args: argparse.Namespace) -> str:
+def markdown(sections: list[list[str]]) -> str:
     return "\n".join(
         [
             "# Near-duplicate clustering: time and memory against corpus size",
@@ -239,10 +330,7 @@ def markdown(clustering: list[dict], cross: list[dict], args: argparse.Namespace
             "three hot buckets over the 10,000 cap), DuckDB 2 threads; Python "
             f"{platform.python_version()}, 2 cores (shared machine).",
             "",
-            *clustering_table(clustering),
-            "",
-            *cross_table(cross, args.partition_size),
-            "",
+            *(line for section in sections for line in [*section, ""]),
         ]
     )
 
@@ -254,6 +342,9 @@ def main() -> None:
     parser.add_argument("--tight-limit", default="300MB")
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--partition-size", type=int, default=1_000_000)
+    parser.add_argument("--graph-edges", type=int, default=2_500_000)
+    parser.add_argument("--graph-budget-gb", type=float, default=0.25)
+    parser.add_argument("--only", nargs="+", choices=EXPERIMENTS, default=EXPERIMENTS)
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -262,10 +353,20 @@ def main() -> None:
         result |= {"seconds": time.perf_counter() - start, "hwm": high_water_mark()}
         print(RESULT_PREFIX + json.dumps(result), flush=True)
         return
-    clustering = clustering_rows(args.sizes, args.memory_limit, args.tight_limit)
-    cross = cross_rows(args.partitions, args.partition_size, args.memory_limit)
-    text = markdown(clustering, cross, args)
-    RESULTS.write_text(text)
+    sections = []
+    if "clustering" in args.only:
+        sections.append(clustering_table(
+            clustering_rows(args.sizes, args.memory_limit, args.tight_limit)))
+    if "cross" in args.only:
+        sections.append(cross_table(
+            cross_rows(args.partitions, args.partition_size, args.memory_limit),
+            args.partition_size))
+    if "components" in args.only:
+        sections.append(components_table(
+            components_rows(args.graph_edges, args.graph_budget_gb), args.graph_budget_gb))
+    text = markdown(sections)
+    if args.only == EXPERIMENTS:
+        RESULTS.write_text(text)
     print(text)
 
 

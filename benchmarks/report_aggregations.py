@@ -1,260 +1,147 @@
-"""The funnel report's aggregation step: `curation.report`'s own functions vs the whole step as
-one polars (lazy) query vs DuckDB SQL, on one synthetic partition of realistic shape.
+"""The funnel report's memory at scale: `compute_report` (and `refresh_catalog`) on a built
+sample store replicated `copies` times, each in a fresh process under a memory budget.
 
-    .venv/bin/python benchmarks/report_aggregations.py [--docs 1000000] [--repeats 5]
+    .venv/bin/python benchmarks/report_aggregations.py [--root data] [--copies 50 200]
+                                                       [--memory-gb 0.1]
 
-The step measured is what `compute_report` does per partition once the tables are read: left
-joins of the per-document tables on `doc_id` (documents with text bytes, language, quality
-score, scrubbed bytes, one first-reason-of-drop table per pipeline stage, the mix's rules),
-the first-failure attribution (stage and reason per document), then the funnel rows, the
-removals per (stage, reason), the language mix and the per-flag counts. Reading Parquet is the
-same for all three and left out. The input: `--docs` documents, 90 % web, 8 languages (1 %
-none), each pipeline stage dropping about 4 % with one of 4 reasons (and writing a `keep`
-row for 4 % more), the mix selecting about 60 % and dropping the rest under its rules.
-
-Each implementation runs in a fresh process (so peak RSS is its own): median wall time over
-`--repeats` runs, and the process's peak RSS after them minus its RSS with the inputs built.
-
-Measured with 1,000,000 documents before the report moved its attribution (`_attribute`) to
-polars: report (then pyarrow compute + numpy, `to_pylist` per flag column) 3.00 s / 450 MiB,
-polars 1.46 s / 93 MiB, DuckDB 1.19 s / 726 MiB.
+`replicate_store` copies a store and repeats every row of every per-document table (each
+complete partition's part and side tables with a `doc_id` column, shards excepted) `copies`
+times, with doc ids, cluster ids and kept doc ids suffixed per copy, written as parts of at
+most `part_rows` rows: the recipe's partitions then hold `copies` times the documents, in
+consistent inputs (the mix's decisions, clusters, flags), and the report's numbers scale with
+them. Each measurement runs in a fresh process under `use_budget(--memory-gb)`: wall time and
+peak RSS (`VmHWM` of /proc/self/status), which must not grow with the copies.
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
-import statistics
+import json
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from curation import report  # noqa: E402
-from curation.mix import DEFAULT_BYTES_PER_TOKEN, RULES, SELECTED  # noqa: E402
-from curation.schema import WEB_SOURCE  # noqa: E402
+from curation.graph import SHARDS  # noqa: E402
+from curation.partition import Manifest, PartitionLayout  # noqa: E402
+from curation.storage import LocalStore, read_parquet  # noqa: E402
 
-IMPLEMENTATIONS = ("report", "polars", "duckdb")
-LANGUAGES = ("en", "de", "fr", "es", "it", "nl", "pl", "pt")
-FLAG_STAGES = [stage for stage, _ in report.PIPELINE_STAGES]
+SUFFIXED = ("doc_id", "cluster_id", "kept_doc_id")
 
 
-def _inputs(docs: int, seed: int = 0) -> dict[str, Any]:
-    rng = np.random.default_rng(seed)
-    ids = np.array([f"doc-{i:09d}" for i in rng.permutation(docs)], dtype=object)
-    sources = np.where(rng.random(docs) < 0.9, WEB_SOURCE, "wikipedia").astype(object)
-    languages = np.array(LANGUAGES, dtype=object)[rng.integers(len(LANGUAGES), size=docs)]
-    languages[rng.random(docs) < 0.01] = None
-    text_bytes = rng.integers(200, 20_000, size=docs)
-    tables = {
-        "documents": pa.table({"doc_id": pa.array(ids, pa.string()),
-                               "source": pa.array(sources, pa.string()),
-                               "text_bytes": text_bytes}),
-        "language": pa.table({"doc_id": pa.array(ids, pa.string()),
-                              "language": pa.array(languages, pa.string())}),
-        "quality": pa.table({"doc_id": pa.array(ids[sources == WEB_SOURCE], pa.string()),
-                             "quality_score": rng.random(int((sources == WEB_SOURCE).sum()))}),
-        "scrubbed": pa.table({"doc_id": pa.array(ids, pa.string()),
-                              "final_bytes": (text_bytes * 0.95).astype(np.int64)}),
-    }
-    decisions = {}
-    for stage in FLAG_STAGES:
-        rows = rng.choice(docs, size=int(docs * 0.08), replace=False)
-        verdict = np.where(np.arange(rows.size) % 2 == 0, "drop", "keep").astype(object)
-        reason = np.array([f"{stage}_reason_{r}" for r in rng.integers(4, size=rows.size)],
-                          dtype=object)
-        decisions[stage] = pa.table({"doc_id": pa.array(ids[rows], pa.string()),
-                                     "verdict": pa.array(verdict, pa.string()),
-                                     "reason": pa.array(reason, pa.string())})
-    rules = np.array([*RULES, *[SELECTED] * (len(RULES) * 2)], dtype=object)
-    rule = rules[rng.integers(len(rules), size=docs)]
-    tokens = np.where(rule == SELECTED, text_bytes // 4, 0)
-    tables["mix"] = pa.table({"doc_id": pa.array(ids, pa.string()),
-                              "rule": pa.array(rule, pa.string()),
-                              "exact_tokens": pa.array(tokens, pa.int64(),
-                                                       mask=rule != SELECTED)})
-    return {"tables": tables, "decisions": decisions, "rate": DEFAULT_BYTES_PER_TOKEN}
+def _copies(table: pa.Table, copies: int) -> pa.Table:
+    """`table` repeated `copies` times, copy k's ids suffixed with `~k` (copy 0 unchanged)."""
+    tables = []
+    for k in range(copies):
+        copy = table
+        for name in SUFFIXED:
+            if k and name in copy.column_names:
+                column = copy[name].cast(pa.string())
+                copy = copy.set_column(copy.column_names.index(name), name,
+                                       pc.binary_join_element_wise(column, f"~{k}", ""))
+        tables.append(copy.cast(table.schema))
+    return pa.concat_tables(tables)
 
 
-# --- curation.report's own functions (pyarrow joins, polars attribution and languages) ---
+def replicate_store(source: Path, target: Path, copies: int, part_rows: int = 20_000) -> None:
+    """A copy of the store at `source` under `target` whose per-document tables hold every row
+    `copies` times (see the module docstring)."""
+    shutil.copytree(source, target, dirs_exist_ok=True)
+    store = LocalStore(str(target))
+    for key in [k for k in store.list("") if k.endswith("/_manifest.json")]:
+        manifest = Manifest.from_json(store.read_bytes(key).decode())
+        if manifest.asset == SHARDS:
+            continue
+        layout = PartitionLayout(store, manifest.asset, manifest.partition)
+        for name in ["part", *manifest.tables]:
+            parts, written = manifest.table_parts(name), []
+            if not parts or "doc_id" not in read_parquet(store, parts[0].key).column_names:
+                continue
+            for part in parts:
+                table = _copies(read_parquet(store, part.key), copies)
+                store.delete(part.key)
+                for start in range(0, max(table.num_rows, 1), part_rows):
+                    index = 100_000 + len(written)  # clear of the original part numbers
+                    written.append(layout.write_table(name, index,
+                                                      table.slice(start, part_rows)))
+            if name == "part":
+                manifest.parts = written
+            else:
+                manifest.tables[name] = written
+        layout.write_manifest(manifest)
 
 
-def run_report(data: dict[str, Any]) -> Any:
-    t = data["tables"]
-    table = t["documents"]
-    for name in ("language", "quality", "scrubbed"):
-        table = report._join(table, t[name])
-    for stage in FLAG_STAGES:
-        table = report._join(table, report._drops(data["decisions"][stage], f"flag.{stage}"))
-    table = report._join(table, t["mix"].rename_columns(["doc_id", "rule", "exact_tokens"]))
-    table = table.sort_by("doc_id")
-    rates = np.full(table.num_rows, data["rate"])
-    final = pa.compute.coalesce(table["exact_tokens"],
-                                pa.array(report._estimate(table["final_bytes"], rates)))
-    frame = (table.append_column("tokens", pa.array(report._estimate(table["text_bytes"], rates)))
-             .append_column("final_tokens", final).drop_columns(["exact_tokens"]))
-    stage, reason = report._attribute(frame)
-    part = report._Partition("p", frame, stage, reason)
-    ingest = report._ingest_row({}, frame.num_rows)
-    return (report._funnel_rows(part, ingest), report._removals([part], {}),
-            report._languages([part]))
-
-
-# --- polars ------------------------------------------------------------------------------
-
-
-def run_polars(data: dict[str, Any]) -> Any:
-    import polars as pl
-
-    t = data["tables"]
-    frame = pl.from_arrow(t["documents"]).lazy()
-    for name in ("language", "quality", "scrubbed"):
-        frame = frame.join(pl.from_arrow(t[name]).lazy(), on="doc_id", how="left")
-    for stage in FLAG_STAGES:
-        drops = (pl.from_arrow(data["decisions"][stage]).lazy()
-                 .filter(pl.col("verdict") == "drop")
-                 .group_by("doc_id").agg(pl.col("reason").min().alias(f"flag.{stage}")))
-        frame = frame.join(drops, on="doc_id", how="left")
-    frame = frame.join(pl.from_arrow(t["mix"]).lazy(), on="doc_id", how="left")
-
-    def estimate(column: str) -> pl.Expr:
-        return (pl.col(column).fill_null(0) / data["rate"]).round(0) \
-            .clip(lower_bound=1).cast(pl.Int64)
-
-    stage = pl.when(pl.col("rule") == SELECTED).then(pl.lit(""))
-    reason = pl.when(pl.col("rule") == SELECTED).then(pl.lit(""))
-    for name in FLAG_STAGES:
-        hit = pl.col(f"flag.{name}").is_not_null()
-        stage, reason = stage.when(hit).then(pl.lit(name)), reason.when(hit).then(
-            pl.col(f"flag.{name}"))
-    stage = stage.otherwise(report.SELECTION_PREFIX + pl.col("rule"))
-    reason = reason.otherwise(pl.when(pl.col("rule") == "language").then(
-        pl.format("language {} not in the recipe", pl.col("language").fill_null("None")))
-        .otherwise(pl.col("rule")))
-    frame = frame.sort("doc_id").with_columns(
-        tokens=estimate("text_bytes"),
-        final_tokens=pl.coalesce("exact_tokens", estimate("final_bytes")),
-        stage=stage, reason=reason).collect()
-    per_stage = frame.group_by("stage").agg(pl.len().alias("dropped"),
-                                            pl.col("tokens").sum().alias("tokens_dropped"))
-    selected = pl.col("stage") == ""
-    flags = frame.select([pl.col(f"flag.{s}").is_not_null().sum().alias(s)
-                          for s in FLAG_STAGES]
-                         + [(pl.col(f"flag.{s}").is_not_null() & selected).sum()
-                            .alias(f"kept.{s}") for s in FLAG_STAGES])
-    removals = (frame.filter(~selected).group_by("stage", "reason")
-                .agg(pl.len().alias("dropped"), pl.col("tokens").sum().alias("tokens_dropped")))
-    flagged = [frame.group_by(f"flag.{s}").agg(pl.len()) for s in FLAG_STAGES]
-    languages = (frame.with_columns(pl.col("language").fill_null("(none)"))
-                 .group_by("language")
-                 .agg(pl.len().alias("documents"), selected.sum().alias("selected"),
-                      pl.when(selected).then(pl.col("final_tokens")).otherwise(0).sum()
-                      .alias("selected_tokens"))
-                 .sort(["documents", "language"], descending=[True, False]))
-    return per_stage.rows(), flags.rows(), removals.rows(), [f.rows() for f in flagged], \
-        languages.rows()
-
-
-# --- DuckDB ------------------------------------------------------------------------------
-
-
-def run_duckdb(data: dict[str, Any]) -> Any:
-    import duckdb
-
-    con = duckdb.connect()
-    t = data["tables"]
-    for name, table in t.items():
-        con.register(name, table)
-    joins, flag_columns = [], []
-    for i, stage in enumerate(FLAG_STAGES):
-        con.register(f"decisions_{i}", data["decisions"][stage])
-        joins.append(f"LEFT JOIN (SELECT doc_id, min(reason) AS f FROM decisions_{i} "
-                     f"WHERE verdict = 'drop' GROUP BY doc_id) d{i} USING (doc_id)")
-        flag_columns.append(f'd{i}.f AS "flag.{stage}"')
-    first = " ".join(f"WHEN \"flag.{s}\" IS NOT NULL THEN '{s}'" for s in FLAG_STAGES)
-    first_reason = " ".join(f'WHEN "flag.{s}" IS NOT NULL THEN "flag.{s}"' for s in FLAG_STAGES)
-    rate = data["rate"]
-    con.execute(f"""
-        CREATE TEMP TABLE frame AS
-        WITH joined AS (
-            SELECT doc_id, source, text_bytes, language, quality_score, final_bytes,
-                   {", ".join(flag_columns)}, rule, exact_tokens
-            FROM documents LEFT JOIN language USING (doc_id) LEFT JOIN quality USING (doc_id)
-                 LEFT JOIN scrubbed USING (doc_id) {" ".join(joins)}
-                 LEFT JOIN mix USING (doc_id))
-        SELECT *, greatest(1, round_even(coalesce(text_bytes, 0) / {rate}, 0))::BIGINT
-                  AS tokens,
-               coalesce(exact_tokens, greatest(1, round_even(coalesce(final_bytes, 0) / {rate},
-                                                             0))::BIGINT) AS final_tokens,
-               CASE WHEN rule = '{SELECTED}' THEN '' {first}
-                    ELSE '{report.SELECTION_PREFIX}' || rule END AS stage,
-               CASE WHEN rule = '{SELECTED}' THEN '' {first_reason}
-                    WHEN rule = 'language' THEN 'language ' || coalesce(language, 'None')
-                                               || ' not in the recipe'
-                    ELSE rule END AS reason
-        FROM joined ORDER BY doc_id""")
-    per_stage = con.execute("SELECT stage, count(*), sum(tokens) FROM frame GROUP BY stage"
-                            ).fetchall()
-    flags = con.execute("SELECT " + ", ".join(
-        f'count("flag.{s}"), count("flag.{s}") FILTER (WHERE stage = \'\')'
-        for s in FLAG_STAGES) + " FROM frame").fetchall()
-    removals = con.execute("SELECT stage, reason, count(*), sum(tokens) FROM frame "
-                           "WHERE stage <> '' GROUP BY stage, reason").fetchall()
-    flagged = [con.execute(f'SELECT "flag.{s}", count(*) FROM frame GROUP BY 1').fetchall()
-               for s in FLAG_STAGES]
-    languages = con.execute(
-        "SELECT coalesce(language, '(none)') AS l, count(*) AS n, count(*) FILTER "
-        "(WHERE stage = '') , coalesce(sum(final_tokens) FILTER (WHERE stage = ''), 0) "
-        "FROM frame GROUP BY l ORDER BY n DESC, l").fetchall()
-    con.close()
-    return per_stage, flags, removals, flagged, languages
-
-
-def _rss_mib() -> float:
+def _vmhwm_mib() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
 
-def _one(implementation: str, docs: int, repeats: int) -> None:
-    data = _inputs(docs)
-    run = {"report": run_report, "polars": run_polars, "duckdb": run_duckdb}[implementation]
-    run(data)  # warm-up: imports, thread pools
-    base = _rss_mib()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run(data)
-        times.append(time.perf_counter() - start)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{statistics.median(times):.3f} {max(peak - base, 0):.0f}")
+def measure(step: str, root: Path, pipeline: Path, recipe: Path, memory_gb: float) -> dict:
+    """Runs `step` ("report": `compute_report`, "catalog": `refresh_catalog`) on the store at
+    `root` in a fresh process under a `memory_gb` budget; returns its JSON line: seconds,
+    peak RSS in MiB and (report) the report's data."""
+    out = subprocess.run([sys.executable, __file__, "--step", step, "--root", str(root),
+                          "--pipeline", str(pipeline), "--recipe", str(recipe),
+                          "--memory-gb", str(memory_gb)],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def _step(args: argparse.Namespace) -> None:
+    from curation.config import load_pipeline, load_recipe
+    from curation.duck import use_budget
+
+    use_budget(args.memory_gb)
+    store = LocalStore(str(args.root))
+    result: dict = {}
+    start = time.perf_counter()
+    if args.step == "report":
+        from curation.report import compute_report
+
+        recipe = load_recipe(args.recipe, load_pipeline(args.pipeline))
+        result["data"] = compute_report(store, recipe)
+    else:
+        from curation.catalog import refresh_catalog
+
+        refresh_catalog(store, args.root / "catalog-bench.duckdb")
+    result.update(seconds=round(time.perf_counter() - start, 2), peak_mib=round(_vmhwm_mib()))
+    print(json.dumps(result, sort_keys=True))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--docs", type=int, default=1_000_000)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--impl", choices=IMPLEMENTATIONS, help=argparse.SUPPRESS)
+    parser.add_argument("--root", type=Path, default=Path("data"))
+    parser.add_argument("--pipeline", type=Path, default=Path("pipeline.yaml"))
+    parser.add_argument("--recipe", type=Path, default=Path("recipes/sample.yaml"))
+    parser.add_argument("--copies", type=int, nargs="+", default=[50, 200])
+    parser.add_argument("--memory-gb", type=float, default=0.1)
+    parser.add_argument("--work", type=Path, default=Path("benchmarks/.work/report"))
+    parser.add_argument("--step", choices=("report", "catalog"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.impl:
-        _one(args.impl, args.docs, args.repeats)
+    if args.step:
+        _step(args)
         return
-    print(f"report aggregations, one partition of {args.docs:,} documents, median of "
-          f"{args.repeats} runs\n")
-    print("| implementation | median s | peak RSS over inputs (MiB) |")
-    print("|---|---:|---:|")
-    for implementation in IMPLEMENTATIONS:
-        out = subprocess.run([sys.executable, __file__, "--impl", implementation, "--docs",
-                              str(args.docs), "--repeats", str(args.repeats)],
-                             check=True, capture_output=True, text=True).stdout.split()
-        print(f"| {implementation} | {out[0]} | {out[1]} |")
+    print(f"budget {args.memory_gb} GB; fresh process per run\n")
+    print("| step | copies | documents | seconds | peak RSS (MiB) |")
+    print("|---|---:|---:|---:|---:|")
+    for copies in args.copies:
+        root = args.work / f"x{copies}"
+        shutil.rmtree(root, ignore_errors=True)
+        replicate_store(args.root, root, copies)
+        for step in ("report", "catalog"):
+            found = measure(step, root, args.pipeline, args.recipe, args.memory_gb)
+            documents = found["data"]["summary"]["documents"] if "data" in found else ""
+            print(f"| {step} | {copies} | {documents} | {found['seconds']} | "
+                  f"{found['peak_mib']} |", flush=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -18,9 +18,18 @@ from checks.expectations import (
     of_type,
     unique,
 )
+from checks.streams import (
+    SequenceComparison,
+    Tally,
+    count_rows,
+    iter_column,
+    iter_parts,
+    rows_and_nulls,
+)
 from curation.graph import ALL, DECONTAMINATED, DOCUMENTS, EVAL_SUITE
 from curation.partition import PartitionLayout
 from curation.stages.decontamination import CONTAMINATED
+from curation.storage import Store
 from partitions import snapshot_partitions
 from resources import PipelineResource, StorageResource
 
@@ -58,25 +67,30 @@ def eval_suite_covers_every_benchmark(
 def decontaminated_covers_documents(
     context: AssetCheckExecutionContext, storage: StorageResource
 ) -> AssetCheckResult:
-    partition = context.op_execution_context.partition_key
-    store = storage.store
-    doc_ids = PartitionLayout(store, DOCUMENTS, partition).read_table(["doc_id"])["doc_id"]
+    return decontaminated_coverage(storage.store, context.op_execution_context.partition_key)
+
+
+def decontaminated_coverage(store: Store, partition: str) -> AssetCheckResult:
+    """`decontaminated_covers_documents` of a partition, a part at a time."""
+    documents = iter_column(PartitionLayout(store, DOCUMENTS, partition), "doc_id")
     layout = PartitionLayout(store, DECONTAMINATED, partition)
-    rows = layout.read_table(["doc_id", "items"])
-    hits = layout.read_table(["doc_id", "benchmark", "item_id"], name="hits")
-    decisions = layout.read_table(["doc_id", "detail"], name="decisions")
-    items = pc.sum(rows["items"]).as_py() or 0
-    passed = (rows["doc_id"].equals(doc_ids) and hits.num_rows == items == decisions.num_rows
-              and decisions["detail"].null_count == 0)
+    found = Tally(iter_parts(layout, ["doc_id", "items"]),
+                  lambda table: pc.sum(table["items"]).as_py() or 0)
+    hits = count_rows(layout, "hits")
+    same = SequenceComparison(found.doc_ids(), documents)
+    items = found.total
+    decided, unexplained = rows_and_nulls(layout, "detail", "decisions")
+    passed = same.equal and hits == items == decided and unexplained == 0
     return AssetCheckResult(
         passed=bool(passed), severity=AssetCheckSeverity.ERROR,
-        description=f"{DECONTAMINATED}[{partition}]: {rows.num_rows} rows for {len(doc_ids)} "
-        f"documents, {items} items found, {hits.num_rows} hit rows, {decisions.num_rows} "
+        description=f"{DECONTAMINATED}[{partition}]: {same.left_rows} rows for "
+        f"{same.right_rows} documents, {items} items found, {hits} hit rows, {decided} "
         "decisions",
-        metadata={"documents": MetadataValue.int(len(doc_ids)),
-                  "hits": MetadataValue.int(hits.num_rows),
-                  "decisions": MetadataValue.int(decisions.num_rows)},
+        metadata={"documents": MetadataValue.int(same.right_rows),
+                  "hits": MetadataValue.int(hits),
+                  "decisions": MetadataValue.int(decided)},
     )
+
 
 
 decontaminated_contract = contract_check(DECONTAMINATED, DECONTAMINATED_SUITES,

@@ -1,7 +1,6 @@
 """Quality gates for the dedup stages: every duplicate names a kept document that exists and is
 not itself a duplicate; duplicate rates within the pipeline's bounds."""
 
-import pyarrow.compute as pc
 from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
@@ -21,6 +20,8 @@ from checks.expectations import (
     unique,
 )
 from checks.policy import gate_severity
+from checks.streams import count_absent, register_stored
+from curation.duck import duckdb_session, scalar
 from curation.graph import (
     ALL,
     CROSS_DEDUP,
@@ -33,6 +34,7 @@ from curation.graph import (
 from curation.partition import PartitionLayout
 from curation.stages.dedup import REASONS
 from curation.stats import StageStats
+from curation.storage import Store
 from partitions import snapshot_partitions
 from resources import PipelineResource, StorageResource
 
@@ -62,25 +64,29 @@ LINE_DEDUP_SUITES = (
 )
 
 
-def _kept_members_valid(storage: StorageResource, asset: str, partition: str) -> AssetCheckResult:
-    layout = PartitionLayout(storage.store, asset, partition)
-    rows = layout.read_table(["doc_id", "kept_doc_id", "keep"])
-    decisions = layout.read_table(["doc_id", "kept_doc_id"], name="decisions")
-    members = set(rows["doc_id"].to_pylist())
-    kept = set(rows.filter(rows["keep"])["doc_id"].to_pylist())
-    named = set(decisions["kept_doc_id"].to_pylist())
-    missing = named - members
-    duplicates = named - kept
+def _kept_members_valid(store: Store, asset: str, partition: str) -> AssetCheckResult:
+    layout = PartitionLayout(store, asset, partition)
+    with duckdb_session() as con:
+        register_stored(con, "members", layout, ["doc_id", "keep"])
+        register_stored(con, "decisions", layout, ["kept_doc_id"], "decisions")
+        con.execute("CREATE TEMP VIEW kept AS SELECT DISTINCT doc_id FROM members WHERE keep")
+        con.execute("CREATE TEMP VIEW named AS SELECT DISTINCT kept_doc_id AS doc_id"
+                    " FROM decisions")
+        members = scalar(con, "SELECT count(*) FROM members")
+        kept = scalar(con, "SELECT count(*) FROM kept")
+        duplicates = scalar(con, "SELECT count(*) FROM decisions")
+        missing = count_absent(con, "named", "members")
+        not_kept = count_absent(con, "named", "kept")
     return AssetCheckResult(
-        passed=not missing and not duplicates and decisions.num_rows == rows.num_rows - len(kept),
+        passed=not missing and not not_kept and duplicates == members - kept,
         severity=AssetCheckSeverity.ERROR,
-        description=f"{asset}[{partition}]: {decisions.num_rows} duplicates of {len(kept)} kept "
-        f"members; {len(missing)} name a kept member not in their cluster, {len(duplicates)} "
+        description=f"{asset}[{partition}]: {duplicates} duplicates of {kept} kept "
+        f"members; {missing} name a kept member not in their cluster, {not_kept} "
         "name a kept member that is itself a duplicate",
-        metadata={"duplicates": MetadataValue.int(decisions.num_rows),
-                  "kept_members": MetadataValue.int(len(kept)),
-                  "kept_not_in_cluster": MetadataValue.int(len(missing)),
-                  "kept_is_a_duplicate": MetadataValue.int(len(duplicates))},
+        metadata={"duplicates": MetadataValue.int(duplicates),
+                  "kept_members": MetadataValue.int(kept),
+                  "kept_not_in_cluster": MetadataValue.int(missing),
+                  "kept_is_a_duplicate": MetadataValue.int(not_kept)},
     )
 
 
@@ -106,7 +112,7 @@ def _partition_checks(name: str):  # noqa: ANN202 - a check factory
                  "and is not itself a duplicate.")
     def kept_valid(context: AssetCheckExecutionContext,
                    storage: StorageResource) -> AssetCheckResult:
-        return _kept_members_valid(storage, name, context.op_execution_context.partition_key)
+        return _kept_members_valid(storage.store, name, context.op_execution_context.partition_key)
 
     @asset_check(asset=name, name=f"{name}_rate", blocking=True,
                  partitions_def=snapshot_partitions,
@@ -134,7 +140,7 @@ line_dedup_contract = contract_check(LINE_DEDUP, LINE_DEDUP_SUITES, snapshot_par
 @asset_check(asset=CROSS_DEDUP, blocking=True,
              description="Every cross-partition duplicate names a kept member that exists.")
 def cross_dedup_kept_members_valid(storage: StorageResource) -> AssetCheckResult:
-    return _kept_members_valid(storage, CROSS_DEDUP, ALL)
+    return _kept_members_valid(storage.store, CROSS_DEDUP, ALL)
 
 
 @asset_check(asset=LINE_DEDUP, blocking=True, partitions_def=snapshot_partitions,
@@ -142,18 +148,26 @@ def cross_dedup_kept_members_valid(storage: StorageResource) -> AssetCheckResult
              "only edited documents.")
 def line_dedup_edits_valid(context: AssetCheckExecutionContext,
                            storage: StorageResource) -> AssetCheckResult:
-    partition = context.op_execution_context.partition_key
-    doc_ids = PartitionLayout(storage.store, DOCUMENTS, partition).read_table(["doc_id"])
-    layout = PartitionLayout(storage.store, LINE_DEDUP, partition)
-    edits = layout.read_table(["doc_id"], name="edits")
-    drops = layout.read_table(["doc_id"], name="decisions")
-    known = pc.is_in(edits["doc_id"], doc_ids["doc_id"])
-    edited = set(edits["doc_id"].to_pylist())
-    passed = pc.all(known).as_py() is not False and set(drops["doc_id"].to_pylist()) <= edited
+    return edits_valid(storage.store, context.op_execution_context.partition_key)
+
+
+def edits_valid(store: Store, partition: str) -> AssetCheckResult:
+    """`line_dedup_edits_valid` of a partition: DuckDB anti-joins over the stored parts (they
+    spill), nothing held in Python."""
+    layout = PartitionLayout(store, LINE_DEDUP, partition)
+    with duckdb_session() as con:
+        register_stored(con, "partition_ids", PartitionLayout(store, DOCUMENTS, partition),
+                        ["doc_id"])
+        register_stored(con, "edits", layout, ["doc_id"], "edits")
+        register_stored(con, "drops", layout, ["doc_id"], "decisions")
+        edits = scalar(con, "SELECT count(*) FROM edits")
+        drops = scalar(con, "SELECT count(*) FROM drops")
+        passed = (count_absent(con, "edits", "partition_ids") == 0
+                  and count_absent(con, "(SELECT DISTINCT doc_id FROM drops)", "edits") == 0)
     return AssetCheckResult(passed=bool(passed), severity=AssetCheckSeverity.ERROR,
-                            description=f"{LINE_DEDUP}[{partition}]: {edits.num_rows} edits, "
-                            f"{drops.num_rows} empty_after_edits drops"
+                            description=f"{LINE_DEDUP}[{partition}]: {edits} edits, "
+                            f"{drops} empty_after_edits drops"
                             + ("" if passed else " (an edit names a document not in the "
                                "partition, or a drop an unedited document)"),
-                            metadata={"edits": MetadataValue.int(edits.num_rows),
-                                      "empty_after_edits": MetadataValue.int(drops.num_rows)})
+                            metadata={"edits": MetadataValue.int(edits),
+                                      "empty_after_edits": MetadataValue.int(drops)})

@@ -10,7 +10,7 @@ run process, and a suite then takes about 40 ms on the sample's partitions.
 import importlib
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -27,8 +27,11 @@ from dagster import (
     asset_check,
 )
 
+from checks.streams import columns_with_nulls, parquet_batches, parquet_metadata
+from curation.duck import duckdb_session, ident, register_table, scalar
 from curation.graph import ALL
 from curation.partition import PartitionLayout
+from curation.storage import Store
 from resources import StorageResource
 
 
@@ -160,8 +163,11 @@ def _absent(table: str, column: str | None) -> dict[str, Any]:
             "column": column or table, "success": False, "unexpected": 0, "examples": []}
 
 
-def validate_table(table: pa.Table, suite: TableSuite, suite_name: str) -> tuple[bool, list[dict]]:
-    """One suite on a stored table: only the columns it judges reach pandas."""
+def validate_table(table: pa.Table, suite: TableSuite, suite_name: str,
+                   with_nulls: frozenset[str] = frozenset()) -> tuple[bool, list[dict]]:
+    """One suite on a stored table: only the columns it judges reach pandas. A batch of a
+    larger table names the columns `with_nulls` somewhere in the table: they take the pandas
+    type a null gives the whole table's column (float for integers, object for booleans)."""
     suite = suite.present(table.column_names)
     missing = [c for c in suite.stored_columns() if c not in table.column_names]
     if missing:
@@ -169,24 +175,148 @@ def validate_table(table: pa.Table, suite: TableSuite, suite_name: str) -> tuple
     for derived in suite.derived:
         table = table.append_column(derived.name, derived.compute(table[derived.source]))
     frame = table.select(suite.judged_columns()).to_pandas()
+    for column in with_nulls & set(frame.columns):
+        if pd.api.types.is_integer_dtype(frame[column]):
+            frame[column] = frame[column].astype("float64")
+        elif pd.api.types.is_bool_dtype(frame[column]):
+            frame[column] = frame[column].astype(object)
     passed, rows = validate(frame, suite_name, suite.expectations)
     if suite.table != "part":
         rows = [{**row, "column": f"{suite.table}.{row['column']}"} for row in rows]
     return passed, rows
 
 
+VALIDATION_BATCH_ROWS = 500_000
+"""The most rows GX validates at once (pandas holds them, a few hundred bytes a row)."""
+UNIQUE_EXPECTATIONS = ("ExpectColumnValuesToBeUnique", "ExpectCompoundColumnsToBeUnique")
+
+
+def validate_batches(batches: Iterable[pa.Table], columns: Sequence[str], suite: TableSuite,
+                     suite_name: str, duplicates: Callable[[list[str], bool], int] | None = None,
+                     with_nulls: frozenset[str] = frozenset(),
+                     ) -> tuple[bool, list[dict[str, Any]], int | None]:
+    """One suite on a table that comes in `batches` (its stored `columns` named apart), one
+    batch in memory at a time; also the number of rows (None where a judged column is missing
+    and no batch was read). Each expectation's row sums the batches: success where every batch
+    succeeds, the unexpected counted in all, the first examples in batch order. A uniqueness
+    expectation spans batches: with more than one, `duplicates(columns, compound)` (the rows
+    whose value, or combination of values, occurs more than once in the whole table; nulls
+    ignored unless compound, as GX does) replaces its count and success; its examples stay
+    those found within a batch."""
+    suite = suite.present(columns)
+    missing = [c for c in suite.stored_columns() if c not in columns]
+    if missing:
+        return False, [_absent(suite.table, column) for column in missing], None
+    # GX reports a batch's expectations in its own order: rows are matched by what they judge.
+    rows: dict[tuple[str, Any, int], dict[str, Any]] = {}
+    count = batches_seen = 0
+    for batch in batches:
+        _, found = validate_table(batch, suite, suite_name, with_nulls)
+        for position, row in enumerate(found):
+            key = (row["expectation"], row["column"], sum(
+                (other["expectation"], other["column"]) == (row["expectation"], row["column"])
+                for other in found[:position]))
+            seen = rows.setdefault(key, row)
+            if seen is not row:
+                rows[key] = {**seen, "success": seen["success"] and row["success"],
+                             "unexpected": seen["unexpected"] + row["unexpected"],
+                             "examples": (seen["examples"] + row["examples"])[:3]}
+        count, batches_seen = count + batch.num_rows, batches_seen + 1
+    if batches_seen > 1 and duplicates is not None:
+        for expectation in suite.expectations:
+            if expectation.name in UNIQUE_EXPECTATIONS:
+                compound = "column_list" in expectation.kwargs
+                judged = list(expectation.kwargs["column_list"] if compound
+                              else [expectation.kwargs["column"]])
+                key = next(key for key in rows if key[:2] == (
+                    _snake(expectation.name), _reported_column(suite, expectation)))
+                unexpected = duplicates(judged, compound)
+                rows[key] = {**rows[key], "success": unexpected == 0, "unexpected": unexpected}
+    return all(row["success"] for row in rows.values()), list(rows.values()), count
+
+
+def _snake(name: str) -> str:
+    """`ExpectColumnValuesToBeUnique` as GX reports it: `expect_column_values_to_be_unique`."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+
+
+def _reported_column(suite: TableSuite, expectation: Expectation) -> str | None:
+    column = expectation.kwargs.get("column")
+    return column if suite.table == "part" else f"{suite.table}.{column}"
+
+
+def rebatch(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """The rows of `tables`, in order, in batches of `rows` (the last one shorter); one batch,
+    empty, where there are no rows."""
+    pending: list[pa.Table] = []
+    held, schema, yielded = 0, None, False
+    for table in tables:
+        schema = schema or table.schema
+        while table.num_rows:
+            taken = table.slice(0, rows - held)
+            table = table.slice(taken.num_rows)
+            pending.append(taken)
+            held += taken.num_rows
+            if held == rows:
+                yield pa.concat_tables(pending)
+                pending, held, yielded = [], 0, True
+    if pending or (not yielded and schema is not None):
+        yield pa.concat_tables(pending) if pending else schema.empty_table()
+
+
+def _stored_duplicates(layout: PartitionLayout, table: str) -> Callable[[list[str], bool], int]:
+    """The rows of the partition's `table` whose judged values repeat, counted by DuckDB over
+    every part (its group-by spills under the budget); a uniqueness row keeps its batches'
+    examples."""
+
+    def duplicates(columns: list[str], compound: bool) -> int:
+        names = ", ".join(ident(c) for c in columns)
+        where = "" if compound else f" WHERE {ident(columns[0])} IS NOT NULL"
+        with duckdb_session() as con:
+            register_table(con, "judged", layout, table, columns)
+            return scalar(con, f"SELECT sum(n) FROM (SELECT count(*) AS n FROM judged{where}"
+                               f" GROUP BY {names} HAVING count(*) > 1)")
+    return duplicates
+
+
+def validate_stored(store: Store, keys: Sequence[str], suite: TableSuite, suite_name: str,
+                    duplicates: Callable[[list[str], bool], int] | None = None,
+                    ) -> tuple[bool, list[dict[str, Any]], int]:
+    """One suite on the stored Parquet objects at `keys` (one table, in order), reading only
+    the judged columns a row group at a time, validated in batches of VALIDATION_BATCH_ROWS;
+    also the number of rows."""
+    columns = parquet_metadata(store, keys[0]).schema.to_arrow_schema().names
+    judged = suite.present(columns).stored_columns()
+    batches = rebatch((batch for key in keys for batch in parquet_batches(store, key, judged)),
+                      VALIDATION_BATCH_ROWS)
+    with_nulls = columns_with_nulls(store, keys)
+    with_nulls |= {d.name for d in suite.derived if d.source in with_nulls}
+    passed, rows, count = validate_batches(batches, columns, suite, suite_name, duplicates,
+                                           frozenset(with_nulls))
+    if count is None:
+        count = sum(parquet_metadata(store, key).num_rows for key in keys)
+    return passed, rows, count
+
+
 def validate_tables(layout: PartitionLayout,
                     suites: Sequence[TableSuite]) -> tuple[bool, list[dict[str, Any]], int]:
-    """Every suite on its table of the partition; also the main table's row count."""
+    """Every suite on its table of the partition; also the main table's row count. Only the
+    judged columns are read, a row group at a time, and validated in batches of at most
+    VALIDATION_BATCH_ROWS rows: memory is bounded by one batch (and, from a remote store, one
+    part's bytes); a duplicate across batches is counted by DuckDB, which spills."""
     passed, rows, count = True, [], 0
     for suite in suites:
         try:
-            table = layout.read_table(name=suite.table)
+            parts = layout.complete_manifest().table_parts(suite.table)
         except FileNotFoundError:
+            parts = []
+        if not parts:
             passed, rows = False, [*rows, _absent(suite.table, None)]
             continue
-        count = table.num_rows if suite.table == "part" else count
-        ok, found = validate_table(table, suite, f"{layout.asset}.{suite.table}")
+        ok, found, rows_read = validate_stored(layout.store, [part.key for part in parts], suite,
+                                               f"{layout.asset}.{suite.table}",
+                                               _stored_duplicates(layout, suite.table))
+        count = rows_read if suite.table == "part" else count
         passed, rows = passed and ok, rows + found
     return passed, rows, count
 

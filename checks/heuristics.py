@@ -19,6 +19,7 @@ from checks.expectations import (
     unique,
 )
 from checks.policy import curated_source, gate_severity
+from checks.streams import SequenceComparison, Tally, iter_column, iter_parts, rows_and_nulls
 from curation.graph import DOCUMENTS, HEURISTICS, MINHASH_SIGNATURES
 from curation.partition import PartitionLayout
 from partitions import snapshot_partitions
@@ -56,22 +57,24 @@ def heuristics_cover_documents(
 ) -> AssetCheckResult:
     partition = context.op_execution_context.partition_key
     store = storage.store
-    doc_ids = PartitionLayout(store, DOCUMENTS, partition).read_table(["doc_id"])["doc_id"]
-    signals = PartitionLayout(store, HEURISTICS, partition).read_table(["doc_id", "keep"])
-    decisions = PartitionLayout(store, HEURISTICS, partition).read_table(
-        ["doc_id", "reason"], name="decisions")
-    same_rows = signals["doc_id"].equals(doc_ids)
-    drops = signals.num_rows - pc.sum(signals["keep"]).as_py()
-    explained = decisions.num_rows == drops and decisions["reason"].null_count == 0
+    documents = iter_column(PartitionLayout(store, DOCUMENTS, partition), "doc_id")
+    layout = PartitionLayout(store, HEURISTICS, partition)
+    kept = Tally(iter_parts(layout, ["doc_id", "keep"]),
+                 lambda table: pc.sum(table["keep"]).as_py() or 0)
+    same = SequenceComparison(kept.doc_ids(), documents)
+    decisions, unexplained = rows_and_nulls(layout, "reason", "decisions")
+    same_rows, signals = same.equal, same.left_rows
+    drops = signals - kept.total
+    explained = decisions == drops and unexplained == 0
     return AssetCheckResult(
         passed=bool(same_rows and explained), severity=AssetCheckSeverity.ERROR,
-        description=f"{partition}: {signals.num_rows} signal rows for {len(doc_ids)} documents"
+        description=f"{partition}: {signals} signal rows for {same.right_rows} documents"
         f"{'' if same_rows else ' (not the same documents in the same order)'}, {drops} drops "
-        f"and {decisions.num_rows} decision rows",
-        metadata={"documents": MetadataValue.int(len(doc_ids)),
-                  "signal_rows": MetadataValue.int(signals.num_rows),
+        f"and {decisions} decision rows",
+        metadata={"documents": MetadataValue.int(same.right_rows),
+                  "signal_rows": MetadataValue.int(signals),
                   "drops": MetadataValue.int(drops),
-                  "decision_rows": MetadataValue.int(decisions.num_rows)},
+                  "decision_rows": MetadataValue.int(decisions)},
     )
 
 
@@ -85,8 +88,13 @@ def heuristics_keep_rate(
 ) -> AssetCheckResult:
     partition = context.op_execution_context.partition_key
     config = pipeline.load()
-    keep = PartitionLayout(storage.store, HEURISTICS, partition).read_table(["keep"])["keep"]
-    rate = pc.mean(keep).as_py() if len(keep) else 0.0
+    rows = kept = judged = 0
+    for table in iter_parts(PartitionLayout(storage.store, HEURISTICS, partition), ["keep"]):
+        keep = table["keep"]
+        rows, judged = rows + len(keep), judged + len(keep) - keep.null_count
+        kept += pc.sum(keep).as_py() or 0
+    # As pc.mean over the whole column: nulls left out.
+    rate = (kept / judged if judged else None) if rows else 0.0
     bounds = config.gates.heuristics_keep
     metadata = {"keep_rate": MetadataValue.float(round(rate, 4)),
                 "min": MetadataValue.float(bounds.min), "max": MetadataValue.float(bounds.max)}

@@ -1,6 +1,7 @@
 """Quality gates for the classifier and its scores."""
 
 import numpy as np
+import pyarrow as pa
 from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
@@ -11,6 +12,7 @@ from dagster import (
 
 from checks.expectations import TableSuite, between, contract_check, not_null, of_type, unique
 from checks.policy import gate_severity
+from checks.streams import SequenceComparison, Tally, iter_column, iter_parts
 from curation.graph import ALL, DOCUMENTS, QUALITY_CLASSIFIER, QUALITY_SCORES
 from curation.partition import PartitionLayout
 from curation.stages.quality import skipped_reason
@@ -55,20 +57,35 @@ def quality_scores_cover_documents(
     skipped = skipped_reason(storage.store, QUALITY_SCORES, partition)
     if skipped:
         return _nothing_to_check(skipped)
-    doc_ids = PartitionLayout(storage.store, DOCUMENTS, partition).read_table(["doc_id"])
-    scores = PartitionLayout(storage.store, QUALITY_SCORES, partition).read_table(
-        ["doc_id", "quality_score"])
-    values = scores["quality_score"].to_numpy()
-    valid = bool(np.isfinite(values).all() and (values >= 0).all() and (values <= 1).all())
-    same = scores["doc_id"].equals(doc_ids["doc_id"])
-    return AssetCheckResult(passed=valid and same, severity=AssetCheckSeverity.ERROR,
-                            description=f"{QUALITY_SCORES}[{partition}]: {len(values)} scores for "
-                            f"{len(doc_ids)} documents"
+    documents = iter_column(PartitionLayout(storage.store, DOCUMENTS, partition), "doc_id")
+    scores = Scores()
+    tally = Tally(iter_parts(PartitionLayout(storage.store, QUALITY_SCORES, partition),
+                             ["doc_id", "quality_score"]), scores.add)
+    same = SequenceComparison(tally.doc_ids(), documents)
+    valid = tally.total == 0
+    return AssetCheckResult(passed=valid and same.equal, severity=AssetCheckSeverity.ERROR,
+                            description=f"{QUALITY_SCORES}[{partition}]: {scores.count} scores "
+                            f"for {same.right_rows} documents"
                             + ("" if valid else ", some not a finite number in [0, 1]")
-                            + ("" if same else ", not in document order"),
-                            metadata={"scores": MetadataValue.int(len(values)),
-                                      "mean": MetadataValue.float(
-                                          round(float(values.mean()), 4) if len(values) else 0)})
+                            + ("" if same.equal else ", not in document order"),
+                            metadata={"scores": MetadataValue.int(scores.count),
+                                      "mean": MetadataValue.float(scores.mean())})
+
+
+class Scores:
+    """Count and sum of the scores a part at a time; `add` returns the part's invalid ones."""
+
+    def __init__(self) -> None:
+        self.count, self.sum = 0, 0.0
+
+    def add(self, table: pa.Table) -> int:
+        values = table["quality_score"].to_numpy()
+        self.count += len(values)
+        self.sum += float(values.sum(dtype=np.float64))
+        return int((~(np.isfinite(values) & (values >= 0) & (values <= 1))).sum())
+
+    def mean(self) -> float:
+        return round(self.sum / self.count, 4) if self.count else 0
 
 
 def _nothing_to_check(reason: str) -> AssetCheckResult:

@@ -1,9 +1,11 @@
 """The residual-PII re-scan both `scrubbed` and `mix` gate on: a seeded sample of final text,
 scanned by the matcher written apart from the scrubber (`curation.pii_rescan`)."""
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import partial
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
 from curation.executor import map_tasks
@@ -14,11 +16,26 @@ from curation.tasks import sample_candidates
 RESCAN_DOCUMENTS = 2_000
 
 
-def sample_texts(doc_ids: Sequence[str], texts: Sequence[str]) -> list[tuple[str, str]]:
-    """(doc_id, text) of at most RESCAN_DOCUMENTS documents, chosen by the hash of the doc_id
-    (the same choice whatever the order of the rows)."""
-    chosen = set(sample_candidates(doc_ids, RESCAN_DOCUMENTS))
-    return [(d, t) for d, t in zip(doc_ids, texts, strict=True) if d in chosen]
+def sample_ids(batches: Iterable[Sequence[str]]) -> set[str]:
+    """The doc_ids of at most RESCAN_DOCUMENTS documents among the concatenated `batches`,
+    chosen by the hash of the doc_id (the same choice whatever the order of the rows): the
+    `sample_candidates` of the whole, holding only the best RESCAN_DOCUMENTS between batches
+    (a stable selection of a stable selection's prefix is the selection of the whole)."""
+    best: list[str] = []
+    for batch in batches:
+        best = sample_candidates([*best, *batch], RESCAN_DOCUMENTS)
+    return set(best)
+
+
+def chosen_texts(chosen: set[str], tables: Iterable[pa.Table]) -> list[tuple[str, str]]:
+    """(doc_id, text) of the rows of `tables` (doc_id and text columns) whose doc_id is
+    `chosen`, in row order; one table at a time is held, and the chosen texts."""
+    wanted = pa.array(sorted(chosen), pa.string())
+    rows: list[tuple[str, str]] = []
+    for table in tables:
+        table = table.filter(pc.is_in(table["doc_id"], wanted))
+        rows += zip(table["doc_id"].to_pylist(), table["text"].to_pylist(), strict=True)
+    return rows
 
 
 def residual_pii_result(sample: list[tuple[str, str]], pii: PiiSettings,

@@ -19,9 +19,11 @@ from checks.expectations import (
     not_null,
     unique,
 )
-from checks.rescan import residual_pii_result, sample_texts
+from checks.rescan import chosen_texts, residual_pii_result, sample_ids
+from checks.streams import SequenceComparison, Tally, count_rows, iter_column, iter_parts
 from curation.graph import DOCUMENTS, SCRUBBED
 from curation.partition import PartitionLayout
+from curation.storage import Store
 from partitions import snapshot_partitions
 from resources import ComputeResource, PipelineResource, StorageResource
 
@@ -42,22 +44,30 @@ SCRUBBED_SUITES = (
 def scrubbed_covers_documents(
     context: AssetCheckExecutionContext, storage: StorageResource
 ) -> AssetCheckResult:
-    partition = context.op_execution_context.partition_key
-    store = storage.store
-    doc_ids = PartitionLayout(store, DOCUMENTS, partition).read_table(["doc_id"])["doc_id"]
+    return scrubbed_coverage(storage.store, context.op_execution_context.partition_key)
+
+
+def scrubbed_coverage(store: Store, partition: str) -> AssetCheckResult:
+    """`scrubbed_covers_documents` of a partition: doc_ids compared a part at a time with the
+    documents', the text read a part at a time."""
+    documents = iter_column(PartitionLayout(store, DOCUMENTS, partition), "doc_id")
     layout = PartitionLayout(store, SCRUBBED, partition)
-    rows = layout.read_table(["doc_id", "text"])
-    decisions = layout.read_table(["doc_id"], name="decisions")
-    emptied = pc.sum(pc.equal(pc.utf8_trim_whitespace(rows["text"]), "")).as_py() or 0
-    passed = rows["doc_id"].equals(doc_ids) and decisions.num_rows <= emptied
+    # The text comes a part at a time, only to count the documents left empty.
+    tally = Tally(iter_parts(layout, ["doc_id", "text"]), lambda table: pc.sum(
+        pc.equal(pc.utf8_trim_whitespace(table["text"]), "")).as_py() or 0)
+    same = SequenceComparison(tally.doc_ids(), documents)
+    emptied = tally.total
+    decisions = count_rows(layout, "decisions")
+    passed = same.equal and decisions <= emptied
     return AssetCheckResult(
         passed=bool(passed), severity=AssetCheckSeverity.ERROR,
-        description=f"{SCRUBBED}[{partition}]: {rows.num_rows} rows for {len(doc_ids)} documents, "
-        f"{emptied} left empty and {decisions.num_rows} empty_after_edits decisions",
-        metadata={"documents": MetadataValue.int(len(doc_ids)),
-                  "rows": MetadataValue.int(rows.num_rows),
-                  "empty_after_edits": MetadataValue.int(decisions.num_rows)},
+        description=f"{SCRUBBED}[{partition}]: {same.left_rows} rows for {same.right_rows} "
+        f"documents, {emptied} left empty and {decisions} empty_after_edits decisions",
+        metadata={"documents": MetadataValue.int(same.right_rows),
+                  "rows": MetadataValue.int(same.left_rows),
+                  "empty_after_edits": MetadataValue.int(decisions)},
     )
+
 
 
 @asset_check(asset=SCRUBBED, blocking=True, partitions_def=snapshot_partitions,
@@ -67,10 +77,16 @@ def scrubbed_has_no_residual_pii(
     context: AssetCheckExecutionContext, pipeline: PipelineResource, storage: StorageResource,
     compute: ComputeResource,
 ) -> AssetCheckResult:
-    partition = context.op_execution_context.partition_key
-    rows = PartitionLayout(storage.store, SCRUBBED, partition).read_table(["doc_id", "text"])
-    sample = sample_texts(rows["doc_id"].to_pylist(), rows["text"].to_pylist())
+    sample = scrubbed_sample(storage.store, context.op_execution_context.partition_key)
     return residual_pii_result(sample, pipeline.load().pii, compute.workers)
+
+
+def scrubbed_sample(store: Store, partition: str) -> list[tuple[str, str]]:
+    """(doc_id, text) of the re-scan's sample of the partition, in row order: a pass over the
+    doc_ids chooses it, a second keeps its texts; one part and the sample are held."""
+    layout = PartitionLayout(store, SCRUBBED, partition)
+    chosen = sample_ids(chunk.to_pylist() for chunk in iter_column(layout, "doc_id"))
+    return chosen_texts(chosen, iter_parts(layout, ["doc_id", "text"]))
 
 
 scrubbed_contract = contract_check(SCRUBBED, SCRUBBED_SUITES, snapshot_partitions)

@@ -5,6 +5,7 @@ its output contract."""
 from dagster import AssetCheckExecutionContext, AssetCheckResult, MetadataValue, asset_check
 
 from checks.expectations import TableSuite, between, contract_check, not_null, of_type, unique
+from checks.streams import iter_parts
 from curation.graph import WARC_FILES
 from curation.partition import PartitionLayout
 from partitions import snapshot_partitions
@@ -23,14 +24,16 @@ def warc_files_listed(
     context: AssetCheckExecutionContext, storage: StorageResource
 ) -> AssetCheckResult:
     partition = context.op_execution_context.partition_key
-    rows = PartitionLayout(storage.store, WARC_FILES, partition).read_table().to_pylist()
-    unhashed = [row["location"] for row in rows if len(row["sha256"]) != 64]
+    files = unhashed = 0
+    for table in iter_parts(PartitionLayout(storage.store, WARC_FILES, partition), ["sha256"]):
+        files += table.num_rows
+        unhashed += sum(len(sha256) != 64 for sha256 in table["sha256"].to_pylist())
     return AssetCheckResult(
-        passed=bool(rows) and not unhashed,
-        description=f"{partition}: {len(rows)} input files, {len(unhashed)} without a sha256"
-        + ("" if rows else " (no input file listed)"),
-        metadata={"files": MetadataValue.int(len(rows)),
-                  "unhashed": MetadataValue.int(len(unhashed))},
+        passed=bool(files) and not unhashed,
+        description=f"{partition}: {files} input files, {unhashed} without a sha256"
+        + ("" if files else " (no input file listed)"),
+        metadata={"files": MetadataValue.int(files),
+                  "unhashed": MetadataValue.int(unhashed)},
     )
 
 

@@ -38,6 +38,7 @@ def cluster_metadata(stats: StageStats) -> dict:
         "clusters": MetadataValue.int(stats.counts["clusters"]),
         "hot_buckets": MetadataValue.int(stats.counts["hot_buckets"]),
         "capped_members": MetadataValue.int(stats.counts["capped_members"]),
+        "component_rounds": MetadataValue.int(stats.counts["component_rounds"]),
         "cluster_sizes": MetadataValue.md(
             "| cluster size | documents |\n| ---: | ---: |\n"
             + "\n".join(f"| {size} | {n} |" for size, n in sizes)),
@@ -98,13 +99,14 @@ line_dedup = _asset(LINES, [documents], [])
     "the new one against the index.",
 )
 def cross_dedup(context: AssetExecutionContext, pipeline: PipelineResource,
-                storage: StorageResource) -> MaterializeResult:
+                storage: StorageResource, compute: ComputeResource) -> MaterializeResult:
     started = time.perf_counter()
     config = pipeline.load()
     store = storage.store
     partitions = [p for p in config.partition_keys()
                   if PartitionLayout(store, DOCUMENTS, p).is_complete()]
-    run = run_cross_dedup(store, partitions, config.dedup, context.run.run_id)
+    run = run_cross_dedup(store, partitions, config.dedup, context.run.run_id,
+                          workers=compute.workers)
     metadata = stage_metadata(run.stats, time.perf_counter() - started)
     metadata.update(cluster_metadata(run.stats))
     metadata["partitions_added"] = MetadataValue.json(run.added)

@@ -45,12 +45,16 @@ data version is unchanged.
 
 **Refresh** builds a new file beside `catalog_path` and renames it over the old one, so a
 reader never sees a half-built catalog (readers holding the old file keep reading it).
+Its memory is bounded by the budget (`curation.duck.current_budget()`: DuckDB's memory limit,
+threads and spill folder), not by the store: DuckDB builds, sorts and indexes every relation,
+spilling beyond its limit, and Python holds one stored part at a time.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -62,6 +66,7 @@ import duckdb
 import pyarrow as pa
 
 from curation.columns import ColumnReader, dataset_manifests, manifest_keys
+from curation.duck import current_budget
 from curation.graph import CATALOG_SOURCES, CLUSTER_ASSETS, CROSS_DEDUP, DOCUMENTS, MIX, SHARDS
 from curation.partition import Manifest
 from curation.storage import Store, read_parquet
@@ -236,8 +241,8 @@ class _Builder:
         self.con.execute(f"CREATE OR REPLACE TABLE {raw} AS "
                          f"{self._empty(consts, columns, list(extras), renames)}")
         for group in groups:
-            tables = [self.reader.read(key, wanted) for key in group.keys]
-            for table in tables:
+            for key in group.keys:  # one part in memory at a time
+                table = self.reader.read(key, wanted)
                 self.batch += 1
                 batch = f"_batch_{self.batch}"
                 self.con.register(batch, table)
@@ -253,11 +258,6 @@ def _table(con: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> None:
     con.register("_arrow", table)
     con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM _arrow")
     con.unregister("_arrow")
-
-
-def _url_rows(reader: ColumnReader, keys: list[str], columns: list[str]) -> pa.Table:
-    tables = [reader.read(key, columns) for key in keys]
-    return pa.concat_tables(tables, promote_options="permissive") if tables else pa.table({})
 
 
 def _canonical(urls: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -306,15 +306,9 @@ def _build_caches(con: duckdb.DuckDBPyConnection, reader: ColumnReader,
                             [manifest.partition])
                 reused.append(manifest.partition)
             else:
-                rows = _url_rows(reader, [p.key for p in manifest.parts], ["doc_id", "url"])
-                if rows.num_rows:
-                    table = pa.table({
-                        "partition": pa.array([manifest.partition] * rows.num_rows, pa.string()),
-                        "doc_id": rows["doc_id"], "canonical_url": _canonical(rows["url"]),
-                        "host": hosts_of(rows["url"])}, schema=URL_CACHE_SCHEMA)
-                    con.register("_urls", table)
-                    con.execute("INSERT INTO url_cache SELECT * FROM _urls")
-                    con.unregister("_urls")
+                for part in manifest.parts:  # one part's URLs in memory at a time
+                    _insert_urls(con, reader.read(part.key, ["doc_id", "url"]),
+                                 manifest.partition)
                 computed.append(manifest.partition)
         rejects = manifest.tables.get("rejects", [])
         if not rejects:
@@ -352,19 +346,26 @@ def _purged_files(store: Store, reader: ColumnReader) -> list[tuple[str, str]]:
     return found
 
 
+def _insert_urls(con: duckdb.DuckDBPyConnection, rows: pa.Table, partition: str,
+                 where: str = "") -> None:
+    """Appends the canonical URL and host of `rows` (doc_id, url) to `url_cache`."""
+    if not rows.num_rows:
+        return
+    con.register("_urls", pa.table({
+        "partition": pa.array([partition] * rows.num_rows, pa.string()),
+        "doc_id": rows["doc_id"], "canonical_url": _canonical(rows["url"]),
+        "host": hosts_of(rows["url"])}, schema=URL_CACHE_SCHEMA))
+    con.execute(f"INSERT INTO url_cache SELECT * FROM _urls u{where}")
+    con.unregister("_urls")
+
+
 def _cache_purged_urls(con: duckdb.DuckDBPyConnection, reader: ColumnReader,
                        purged: list[tuple[str, str]]) -> None:
     """Canonical URLs and hosts of the purged documents (a few: computed on every refresh)."""
     for key, partition in purged:
-        rows = reader.read(key, ["doc_id", "url"])
-        table = pa.table({
-            "partition": pa.array([partition] * rows.num_rows, pa.string()),
-            "doc_id": rows["doc_id"], "canonical_url": _canonical(rows["url"]),
-            "host": hosts_of(rows["url"])}, schema=URL_CACHE_SCHEMA)
-        con.register("_urls", table)
-        con.execute("INSERT INTO url_cache SELECT * FROM _urls u WHERE NOT EXISTS (SELECT 1 "
-                    "FROM url_cache c WHERE c.partition = u.partition AND c.doc_id = u.doc_id)")
-        con.unregister("_urls")
+        _insert_urls(con, reader.read(key, ["doc_id", "url"]), partition,
+                     " WHERE NOT EXISTS (SELECT 1 FROM url_cache c WHERE c.partition = "
+                     "u.partition AND c.doc_id = u.doc_id)")
 
 
 def _partitions_table(manifests: list[tuple[str, Manifest]]) -> pa.Table:
@@ -455,28 +456,39 @@ def _takedown_tables(store: Store) -> tuple[str, pa.Table, pa.Table]:
 
 
 def refresh_catalog(store: Store, catalog_path: str | Path, *, filesystem: Any = None,
-                    lookups: bool = True, threads: int = 2, memory_limit: str = "2GB",
+                    lookups: bool = True, threads: int | None = None,
+                    memory_limit: str | None = None,
                     assets: Iterable[str] = CATALOG_SOURCES) -> CatalogSummary:
     """Creates (or replaces) the catalog at `catalog_path` over the store's complete outputs
-    (see the module docstring). One writer: call it from the `catalog` step only."""
+    (see the module docstring). One writer: call it from the `catalog` step only.
+
+    Memory is bounded by the budget (`curation.duck.current_budget().duckdb()`: its
+    memory_limit, threads and spill folder; `memory_limit` and `threads` override them), not
+    by the store: every relation, sort and index is built by DuckDB, which spills beyond its
+    limit into a fresh folder under the budget's spill directory, and the Python side holds
+    one stored part at a time (canonical URLs, tables filled through Arrow) besides the
+    per-partition and per-shard metadata rows."""
     started = time.perf_counter()
+    settings = current_budget().duckdb()
     path = Path(catalog_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     building = path.with_name(f".{path.name}.{uuid.uuid4().hex}.building")
     reader = ColumnReader(store, filesystem)
-    con = duckdb.connect(str(building))
-    try:
-        con.execute(f"SET threads = {int(threads)}")
-        con.execute(f"SET memory_limit = {_literal(memory_limit)}")
-        con.execute("SET preserve_insertion_order = false")
-        summary = _refresh(con, store, reader, path, lookups, list(assets))
-        con.execute("CHECKPOINT")
-    except BaseException:
+    with tempfile.TemporaryDirectory(prefix="catalog-", dir=settings.temp_directory) as spill:
+        con = duckdb.connect(str(building))
+        try:
+            con.execute(f"SET threads = {int(threads or settings.threads)}")
+            con.execute(f"SET memory_limit = {_literal(memory_limit or settings.memory_limit)}")
+            con.execute(f"SET temp_directory = {_literal(spill)}")
+            con.execute("SET preserve_insertion_order = false")
+            summary = _refresh(con, store, reader, path, lookups, list(assets))
+            con.execute("CHECKPOINT")
+        except BaseException:
+            con.close()
+            building.unlink(missing_ok=True)
+            Path(f"{building}.wal").unlink(missing_ok=True)
+            raise
         con.close()
-        building.unlink(missing_ok=True)
-        Path(f"{building}.wal").unlink(missing_ok=True)
-        raise
-    con.close()
     os.replace(building, path)
     return CatalogSummary(**summary, path=str(path), seconds=time.perf_counter() - started,
                           bytes=path.stat().st_size)

@@ -2,16 +2,19 @@
 clusters by key or by MinHash LSH bands, the kept member of each cluster, and the incremental
 cross-partition index.
 
-Memory is bounded by configuration, not by corpus size (docs/architecture.md, "Scale"): grouping and
-joining run in DuckDB over Arrow tables or Parquet files, with `DuckDBSettings.memory_limit` and
-a work folder where DuckDB spills (its database file and temporary files live there, so its
-tables are disk-backed). Only signatures and keys are read, never text. Connected components run
-in numpy over dense integer ids of the documents that share at least one bucket, streaming edge
-batches out of DuckDB: memory is O(clustered documents), not O(edges) or O(corpus).
+Memory is bounded by configuration, not by corpus size (docs/architecture.md, "Scale"): grouping,
+joining, ranking and connected components run in DuckDB over Arrow tables or Parquet files, in a
+session whose `memory_limit` comes from the budget (`curation.duck`) and whose work folder takes
+what DuckDB spills (its database file lives there too, so its tables are disk-backed). Only
+signatures and keys are read, never text. Connected components (`curation.components`) run as
+a numpy union-find only when the clustered documents fit a small share of the budget, else as
+hooking rounds in DuckDB: memory does not grow with documents or edges. Each step has a `*_sql`
+form that leaves its result as a table of the caller's session (the stages stream it to
+storage); the Arrow-returning wrappers are for tests and small inputs.
 
 Determinism (docs/architecture.md, "Determinism"): every cluster id is the smallest `doc_id` of its
 cluster, outputs are sorted by `doc_id`, hot-bucket capping picks members by a content hash, so
-results do not depend on input order, batch sizes or thread counts.
+results do not depend on input order, batch sizes, thread counts or which components path ran.
 """
 
 from __future__ import annotations
@@ -20,22 +23,24 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
 
 import duckdb
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import regex
 
+from curation.components import connected_components_sql
+from curation.duck import DuckDBSettings, TableSource, copy_to_parquet, duckdb_session
+from curation.duck import ident as _ident
+from curation.duck import literal as _literal
+from curation.duck import register as _register
+from curation.duck import scalar as _scalar
 from curation.schema import WEB_SOURCE
 from curation.urls import canonical_url
 
@@ -115,63 +120,10 @@ def line_hash_table(doc_ids: Iterable[str], texts: Iterable[str]) -> pa.Table:
     return pa.table(columns, schema=LINE_HASH_SCHEMA)
 
 
-# --- DuckDB sessions ----------------------------------------------------------------------------
-
-TableSource = pa.Table | str | Path | Sequence[str | Path]
-"""An Arrow table, or one or more Parquet files read lazily by DuckDB."""
-
-
-@dataclass(frozen=True)
-class DuckDBSettings:
-    """How much DuckDB may hold before it spills, with how many threads, and where it spills
-    (None: the system temporary folder). Each call works in a fresh subfolder, removed after."""
-
-    memory_limit: str = "2GB"
-    threads: int = 2
-    temp_directory: str | None = None
-
-
-def _literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-@contextmanager
-def duckdb_session(settings: DuckDBSettings) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A DuckDB connection whose database file and spill files live in a temporary folder."""
-    with tempfile.TemporaryDirectory(prefix="dedup-", dir=settings.temp_directory) as folder:
-        con = duckdb.connect(str(Path(folder) / "work.duckdb"))
-        try:
-            con.execute(f"SET memory_limit = {_literal(settings.memory_limit)}")
-            con.execute(f"SET temp_directory = {_literal(str(Path(folder) / 'spill'))}")
-            con.execute(f"SET threads = {int(settings.threads)}")
-            # Results are sorted explicitly where order matters; without this DuckDB may have to
-            # buffer rows to keep scan order.
-            con.execute("SET preserve_insertion_order = false")
-            yield con
-        finally:
-            con.close()
-
-
-def _register(con: duckdb.DuckDBPyConnection, name: str, source: TableSource) -> list[str]:
-    """Make `source` queryable as `name`; returns its column names."""
-    if isinstance(source, pa.Table):
-        con.register(name, source)
-    else:
-        paths = [source] if isinstance(source, str | Path) else list(source)
-        files = ", ".join(_literal(str(path)) for path in paths)
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet([{files}])")
-    return con.sql(f"SELECT * FROM {name} LIMIT 0").columns
-
-
-def _scalar(con: duckdb.DuckDBPyConnection, query: str) -> int:
-    return int(con.sql(query).fetchall()[0][0] or 0)
-
-
 # --- boilerplate lines ------------------------------------------------------------------------
+
+
+LINE_EDITS_ORDER = "doc_id, line"
 
 
 @dataclass(frozen=True)
@@ -185,109 +137,72 @@ class LineEdits:
     frequent_lines: int
 
 
+def frequent_lines_sql(con: duckdb.DuckDBPyConnection, source: str, *, max_documents: int = 6,
+                       min_chars: int = 5) -> int:
+    """Lines (`LINE_HASH_SCHEMA` rows of one partition, the relation `source`) whose normalised
+    form occurs in more than `max_documents` distinct documents are removed, every occurrence
+    (Llama 3: more than 6 in buckets of 30M documents; scale `max_documents` with the partition
+    size). Lines shorter than `min_chars` normalised characters are never removed. A document
+    is `empty_after_edits` when no line of at least `min_chars` survives: what is left is blank
+    or only very short lines ("Home", "|"), which is no document. Creates the tables
+    `line_edits` and `line_documents` (`LineEdits`, unordered) by GROUP BYs and a join in
+    DuckDB; returns how many distinct lines were frequent."""
+    con.execute(
+        "CREATE TABLE frequent AS SELECT line_hash FROM"
+        f" (SELECT DISTINCT doc_id, line_hash FROM {source} WHERE chars >= ?)"
+        " GROUP BY line_hash HAVING count(*) > ?",
+        [min_chars, max_documents],
+    )
+    con.execute(
+        "CREATE TABLE marked AS SELECT s.doc_id, s.line, s.line_hash,"
+        " f.line_hash IS NOT NULL AS removed"
+        f" FROM {source} s LEFT JOIN frequent f ON s.line_hash = f.line_hash WHERE s.chars >= ?",
+        [min_chars],
+    )
+    con.execute("CREATE TABLE line_edits AS SELECT doc_id, line, line_hash FROM marked"
+                " WHERE removed")
+    con.execute(
+        "CREATE TABLE line_documents AS SELECT doc_id,"
+        " count(*) FILTER (WHERE removed) AS lines_removed,"
+        " bool_and(removed) AS empty_after_edits FROM marked GROUP BY doc_id"
+        " HAVING bool_or(removed)"
+    )
+    con.execute("DROP TABLE marked")
+    return _scalar(con, "SELECT count(*) FROM frequent")
+
+
 def frequent_lines(
     lines: TableSource,
     *,
     max_documents: int = 6,
     min_chars: int = 5,
-    settings: DuckDBSettings = DuckDBSettings(),
+    settings: DuckDBSettings | None = None,
 ) -> LineEdits:
-    """Lines (`LINE_HASH_SCHEMA` rows of one partition) whose normalised form occurs in more
-    than `max_documents` distinct documents are removed, every occurrence (Llama 3: more than 6
-    in buckets of 30M documents; scale `max_documents` with the partition size). Lines shorter
-    than `min_chars` normalised characters are never removed. A document is `empty_after_edits`
-    when no line of at least `min_chars` survives: what is left is blank or only very short
-    lines ("Home", "|"), which is no document."""
+    """`frequent_lines_sql` over an Arrow table or Parquet files, sorted."""
     with duckdb_session(settings) as con:
         _register(con, "src", lines)
-        con.execute(
-            "CREATE TABLE frequent AS SELECT line_hash FROM"
-            " (SELECT DISTINCT doc_id, line_hash FROM src WHERE chars >= ?)"
-            " GROUP BY line_hash HAVING count(*) > ?",
-            [min_chars, max_documents],
-        )
-        con.execute(
-            "CREATE TABLE marked AS SELECT s.doc_id, s.line, s.line_hash,"
-            " f.line_hash IS NOT NULL AS removed"
-            " FROM src s LEFT JOIN frequent f ON s.line_hash = f.line_hash WHERE s.chars >= ?",
-            [min_chars],
-        )
-        edits = con.sql(
-            "SELECT doc_id, line, line_hash FROM marked WHERE removed ORDER BY doc_id, line"
-        ).to_arrow_table()
-        documents = con.sql(
-            "SELECT doc_id, count(*) FILTER (WHERE removed) AS lines_removed,"
-            " bool_and(removed) AS empty_after_edits FROM marked GROUP BY doc_id"
-            " HAVING bool_or(removed) ORDER BY doc_id"
-        ).to_arrow_table()
-        return LineEdits(edits, documents, _scalar(con, "SELECT count(*) FROM frequent"))
+        frequent = frequent_lines_sql(con, "src", max_documents=max_documents,
+                                      min_chars=min_chars)
+        edits = con.sql(f"SELECT * FROM line_edits ORDER BY {LINE_EDITS_ORDER}").to_arrow_table()
+        documents = con.sql("SELECT * FROM line_documents ORDER BY doc_id").to_arrow_table()
+        return LineEdits(edits, documents, frequent)
 
 
 # --- connected components -----------------------------------------------------------------------
 
 
-def _compress(parent: np.ndarray) -> None:
-    """Pointer jumping (the vectorised form of path halving) until every node points at its
-    root: O(n log depth)."""
-    while True:
-        grand = parent[parent]
-        if np.array_equal(grand, parent):
-            return
-        parent[:] = grand
-
-
-def _union(parent: np.ndarray, left: np.ndarray, right: np.ndarray) -> None:
-    """Merge the components of each pair (`parent` compressed before and after). Each round
-    hooks every larger root onto the smallest root it meets, so a root is always the smallest
-    node of its tree (parents only decrease: no cycles) and the number of roots drops every
-    round."""
-    while left.size:
-        a, b = parent[left], parent[right]
-        differ = a != b
-        a, b, left, right = a[differ], b[differ], left[differ], right[differ]
-        np.minimum.at(parent, np.maximum(a, b), np.minimum(a, b))
-        _compress(parent)
-
-
-def connected_components(edges: Iterable[tuple[np.ndarray, np.ndarray]], nodes: int) -> np.ndarray:
-    """Root of every node `0..nodes-1`, the smallest node of its component, from batches of
-    (left, right) integer pairs. Why our own union-find: scipy's `connected_components` needs
-    every edge in one sparse matrix (and scipy is no declared dependency), while this keeps
-    only the parent array and one batch, whatever the number of edges."""
-    parent = np.arange(nodes, dtype=np.int64)
-    for left, right in edges:
-        _union(parent, np.asarray(left, np.int64), np.asarray(right, np.int64))
-    return parent
-
-
-EDGE_BATCH = 1 << 21
-
-
-def _components(con: duckdb.DuckDBPyConnection, edges: str) -> pa.Table:
-    """`doc_id`, `cluster_id` (smallest doc_id), `cluster_size` for every document in the
-    relation `edges` (`doc_id`, `other_doc_id`), sorted by `doc_id`. Dense ids follow `doc_id`
-    order, so the smallest id of a component is its smallest doc_id."""
-    con.execute(
-        "CREATE OR REPLACE TABLE nodes AS SELECT doc_id,"
-        " (row_number() OVER (ORDER BY doc_id) - 1)::BIGINT AS idx"
-        f" FROM (SELECT doc_id FROM {edges} UNION SELECT other_doc_id FROM {edges})"
-    )
-    count = _scalar(con, "SELECT count(*) FROM nodes")
-    reader = con.sql(
-        f"SELECT a.idx, b.idx FROM {edges} e JOIN nodes a ON e.doc_id = a.doc_id"
-        " JOIN nodes b ON e.other_doc_id = b.doc_id"
-    ).to_arrow_reader(EDGE_BATCH)
-    pairs = ((b.column(0).to_numpy(), b.column(1).to_numpy()) for b in reader)
-    roots = connected_components(pairs, count)
-    doc_ids = con.sql("SELECT doc_id FROM nodes ORDER BY idx").to_arrow_table()["doc_id"]
-    doc_ids = doc_ids.combine_chunks()
-    return pa.table(
-        {
-            "doc_id": doc_ids,
-            "cluster_id": doc_ids.take(pa.array(roots)),
-            "cluster_size": pa.array(np.bincount(roots, minlength=count)[roots], pa.int64()),
-        }
-    )
+def _components(con: duckdb.DuckDBPyConnection, edges: str, result: str) -> int:
+    """Table `result` (`doc_id`, `cluster_id` = the smallest doc_id, `cluster_size`) for every
+    document in the relation `edges` (`doc_id`, `other_doc_id`), by
+    `curation.components.connected_components_sql`. Returns its rounds."""
+    con.execute("CREATE OR REPLACE TEMP VIEW _pairs AS"
+                f" SELECT doc_id AS a, other_doc_id AS b FROM {edges}")
+    run = connected_components_sql(con, "_pairs", "_components")
+    con.execute(f"CREATE OR REPLACE TABLE {result} AS SELECT node AS doc_id, root AS cluster_id,"
+                " count(*) OVER (PARTITION BY root) AS cluster_size FROM _components")
+    con.execute("DROP TABLE _components")
+    con.execute("DROP VIEW _pairs")
+    return run.rounds
 
 
 # --- clusters -----------------------------------------------------------------------------------
@@ -298,7 +213,8 @@ class ClusterStats:
     """`buckets`: keys shared by two or more documents (over all key columns); `hot_buckets`:
     those over the cap; `capped_members`: memberships the cap dropped; `edges`: star edges
     (before de-duplication: a pair sharing several bands counts once per band); `documents` and
-    `clusters`: in clusters of size >= 2."""
+    `clusters`: in clusters of size >= 2; `rounds`: rounds of the connected components (0: they
+    fitted in memory, see `curation.components`)."""
 
     buckets: int = 0
     hot_buckets: int = 0
@@ -306,6 +222,7 @@ class ClusterStats:
     edges: int = 0
     documents: int = 0
     clusters: int = 0
+    rounds: int = 0
 
 
 CLUSTER_SCHEMA = pa.schema(
@@ -322,30 +239,44 @@ class Clusters:
     stats: ClusterStats
 
 
-def _finish(table: pa.Table, **stats: int) -> Clusters:
-    clusters = pc.count_distinct(table["cluster_id"]).as_py()
-    return Clusters(table, ClusterStats(documents=table.num_rows, clusters=clusters, **stats))
+def _stats(con: duckdb.DuckDBPyConnection, result: str, **stats: int) -> ClusterStats:
+    documents, clusters = con.sql(
+        f"SELECT count(*), count(DISTINCT cluster_id) FROM {result}").fetchall()[0]
+    return ClusterStats(documents=documents, clusters=clusters, **stats)
+
+
+def _fetch(con: duckdb.DuckDBPyConnection, result: str, stats: ClusterStats) -> Clusters:
+    table = con.sql(
+        f"SELECT doc_id, cluster_id, cluster_size FROM {result} ORDER BY doc_id").to_arrow_table()
+    return Clusters(table, stats)
+
+
+def key_clusters_sql(con: duckdb.DuckDBPyConnection, source: str, key_column: str,
+                     result: str) -> ClusterStats:
+    """Table `result` (`doc_id`, `cluster_id`, `cluster_size`, unordered): documents of the
+    relation `source` sharing a non-null `key_column` value (`text_hash`, `url_hash`...). Exact
+    keys need no graph and no cap: the group is the cluster, however large (a million copies of
+    one text are one cluster of true duplicates). One GROUP BY and one join in DuckDB."""
+    key = _ident(key_column)
+    con.execute(
+        f"CREATE OR REPLACE TABLE groups AS SELECT {key} AS key, min(doc_id) AS cluster_id,"
+        f" count(*) AS cluster_size FROM {source} WHERE {key} IS NOT NULL"
+        f" GROUP BY {key} HAVING count(*) > 1"
+    )
+    con.execute(
+        f"CREATE TABLE {result} AS SELECT s.doc_id, g.cluster_id, g.cluster_size"
+        f" FROM {source} s JOIN groups g ON s.{key} = g.key"
+    )
+    return _stats(con, result, buckets=_scalar(con, "SELECT count(*) FROM groups"))
 
 
 def cluster_by_key(
-    table: TableSource, key_column: str, *, settings: DuckDBSettings = DuckDBSettings()
+    table: TableSource, key_column: str, *, settings: DuckDBSettings | None = None
 ) -> Clusters:
-    """Documents sharing a non-null `key_column` value (`text_hash`, `url_hash`...). Exact keys
-    need no graph and no cap: the group is the cluster, however large (a million copies of one
-    text are one cluster of true duplicates)."""
-    key = _ident(key_column)
+    """`key_clusters_sql` over an Arrow table or Parquet files, sorted by `doc_id`."""
     with duckdb_session(settings) as con:
         _register(con, "src", table)
-        con.execute(
-            f"CREATE TABLE groups AS SELECT {key} AS key, min(doc_id) AS cluster_id,"
-            f" count(*) AS cluster_size FROM src WHERE {key} IS NOT NULL"
-            f" GROUP BY {key} HAVING count(*) > 1"
-        )
-        result = con.sql(
-            f"SELECT s.doc_id, g.cluster_id, g.cluster_size FROM src s JOIN groups g"
-            f" ON s.{key} = g.key ORDER BY s.doc_id"
-        ).to_arrow_table()
-        return _finish(result, buckets=_scalar(con, "SELECT count(*) FROM groups"))
+        return _fetch(con, "clusters", key_clusters_sql(con, "src", key_column, "clusters"))
 
 
 def _bucket_edges(
@@ -395,17 +326,19 @@ def _create_edges(con: duckdb.DuckDBPyConnection, source: str) -> None:
     )
 
 
-def cluster_near_duplicates(
-    band_table: TableSource,
+def near_duplicate_clusters_sql(
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    result: str,
     *,
     band_columns: Sequence[str] | None = None,
     max_bucket_size: int = 10_000,
-    settings: DuckDBSettings = DuckDBSettings(),
-) -> Clusters:
-    """Near-duplicate clusters from MinHash LSH bands: `band_table` holds `doc_id` and the band
-    hashes (`band_00`... uint64, or `band_columns`). Two documents are linked when they agree on
-    any whole band; clusters are the connected components. Bands are grouped one at a time, so
-    DuckDB holds one band's buckets at once.
+) -> ClusterStats:
+    """Table `result` (`doc_id`, `cluster_id`, `cluster_size`, unordered): near-duplicate
+    clusters from MinHash LSH bands. The relation `source` holds `doc_id` and the band hashes
+    (`band_00`... uint64, or `band_columns`). Two documents are linked when they agree on any
+    whole band; clusters are the connected components (`curation.components`). Bands are
+    grouped one at a time, so DuckDB holds one band's buckets at once.
 
     Hot buckets (over `max_bucket_size`, e.g. the band every near-empty page shares) are capped
     to a deterministic sample of `max_bucket_size` members (see `_bucket_edges`). Cost for
@@ -413,19 +346,31 @@ def cluster_near_duplicates(
     in exchange one degenerate band value cannot chain unrelated documents into one giant
     cluster nor make the bucket's work unbounded. `stats` counts hot buckets and dropped
     memberships so a check can watch them."""
+    columns = con.sql(f"SELECT * FROM {source} LIMIT 0").columns
+    bands = list(band_columns) if band_columns else [c for c in columns if _BAND.fullmatch(c)]
+    _create_edges(con, source)
+    counts = [_bucket_edges(con, source, band, max_bucket_size) for band in bands]
+    buckets, hot, capped = (sum(count[i] for count in counts) for i in range(3))
+    edges = _scalar(con, "SELECT count(*) FROM edges")
+    rounds = _components(con, "edges", result)
+    return _stats(con, result, buckets=buckets, hot_buckets=hot, capped_members=capped,
+                  edges=edges, rounds=rounds)
+
+
+def cluster_near_duplicates(
+    band_table: TableSource,
+    *,
+    band_columns: Sequence[str] | None = None,
+    max_bucket_size: int = 10_000,
+    settings: DuckDBSettings | None = None,
+) -> Clusters:
+    """`near_duplicate_clusters_sql` over an Arrow table or Parquet files, sorted by
+    `doc_id`."""
     with duckdb_session(settings) as con:
-        columns = _register(con, "src", band_table)
-        bands = list(band_columns) if band_columns else [c for c in columns if _BAND.fullmatch(c)]
-        _create_edges(con, "src")
-        totals = np.zeros(3, np.int64)
-        for band in bands:
-            totals += _bucket_edges(con, "src", band, max_bucket_size)
-        edges = _scalar(con, "SELECT count(*) FROM edges")
-        buckets, hot, capped = (int(x) for x in totals)
-        return _finish(
-            _components(con, "edges"),
-            buckets=buckets, hot_buckets=hot, capped_members=capped, edges=edges,
-        )
+        _register(con, "src", band_table)
+        stats = near_duplicate_clusters_sql(con, "src", "clusters", band_columns=band_columns,
+                                            max_bucket_size=max_bucket_size)
+        return _fetch(con, "clusters", stats)
 
 
 # --- the kept member ----------------------------------------------------------------------------
@@ -450,34 +395,43 @@ _POLICY_ORDER = {
 }
 
 
-def choose_kept(
-    members: TableSource,
-    ranking: Ranking = Ranking(),
-    *,
-    settings: DuckDBSettings = DuckDBSettings(),
-) -> pa.Table:
-    """Per member (`cluster_id`, `doc_id`, `source`, `snapshot`, and `text_chars` or
-    `quality_score` as the policy needs): `cluster_id`, `doc_id`, `kept_doc_id` (the
-    best-ranked member) and `rank` (1 for the kept one), sorted by cluster and rank. The mix
-    applies the same ranking to the members that pass its selection."""
+def choose_kept_sql(con: duckdb.DuckDBPyConnection, members: str, result: str,
+                    ranking: Ranking = Ranking()) -> None:
+    """Table `result` (`cluster_id`, `doc_id`, `kept_doc_id`, `rank`, unordered) from the
+    relation `members` (`cluster_id`, `doc_id`, `source`, `snapshot`, and `text_chars` or
+    `quality_score` as the policy needs): the best-ranked member of each cluster and each
+    member's rank (1 for the kept one). A window over clusters in DuckDB."""
     order = pa.table(
         {"snapshot": list(ranking.snapshot_order), "pos": range(len(ranking.snapshot_order))},
         schema=pa.schema([("snapshot", pa.string()), ("pos", pa.int64())]),
     )
+    con.register("snapshot_order", order)
+    window = (
+        f"PARTITION BY m.cluster_id ORDER BY (m.source = {_literal(WEB_SOURCE)}),"
+        " o.pos NULLS LAST, m.snapshot NULLS FIRST, "
+        f"{_POLICY_ORDER[ranking.policy]}m.doc_id"
+    )
+    con.execute(
+        f"CREATE TABLE {result} AS SELECT m.cluster_id, m.doc_id,"
+        " first_value(m.doc_id) OVER w AS kept_doc_id, row_number() OVER w AS rank"
+        f" FROM {members} m LEFT JOIN snapshot_order o ON m.snapshot = o.snapshot"
+        f" WINDOW w AS ({window})"
+    )
+    con.unregister("snapshot_order")
+
+
+def choose_kept(
+    members: TableSource,
+    ranking: Ranking = Ranking(),
+    *,
+    settings: DuckDBSettings | None = None,
+) -> pa.Table:
+    """`choose_kept_sql` over an Arrow table or Parquet files, sorted by cluster and rank. The
+    mix applies the same ranking to the members that pass its selection."""
     with duckdb_session(settings) as con:
         _register(con, "members", members)
-        con.register("snapshot_order", order)
-        window = (
-            f"PARTITION BY m.cluster_id ORDER BY (m.source = {_literal(WEB_SOURCE)}),"
-            " o.pos NULLS LAST, m.snapshot NULLS FIRST, "
-            f"{_POLICY_ORDER[ranking.policy]}m.doc_id"
-        )
-        return con.sql(
-            "SELECT cluster_id, doc_id, kept_doc_id, rank FROM (SELECT m.cluster_id, m.doc_id,"
-            f" first_value(m.doc_id) OVER w AS kept_doc_id, row_number() OVER w AS rank"
-            " FROM members m LEFT JOIN snapshot_order o ON m.snapshot = o.snapshot"
-            f" WINDOW w AS ({window})) ORDER BY cluster_id, rank"
-        ).to_arrow_table()
+        choose_kept_sql(con, "members", "kept", ranking)
+        return con.sql("SELECT * FROM kept ORDER BY cluster_id, rank").to_arrow_table()
 
 
 # --- the cross-partition index ------------------------------------------------------------------
@@ -533,7 +487,7 @@ class CrossIndex:
         folder: str | Path,
         *,
         max_bucket_size: int = 10_000,
-        settings: DuckDBSettings = DuckDBSettings(),
+        settings: DuckDBSettings | None = None,
     ) -> None:
         self.folder = Path(folder)
         self.max_bucket_size = max_bucket_size
@@ -551,9 +505,19 @@ class CrossIndex:
         """Index `keys` (`doc_id` plus any of `url_hash`, `text_hash`, `band_NN`, uint64, nulls
         ignored) as `partition`; returns its links to earlier partitions (`LINK_SCHEMA`, sorted):
         `doc_id` in this partition, `other_doc_id` the smallest earlier document sharing a key."""
-        if partition in self.partitions():
-            return self._cross_links(partition)
+        self.index_partition(partition, keys)
+        return self._cross_links(partition)
+
+    def index_partition(self, partition: str, keys: TableSource) -> int:
+        """`add_partition` without reading its links back (they may not fit in memory): returns
+        how many links to earlier partitions it has."""
         earlier = self.partitions()
+        if partition not in earlier:
+            self._index(partition, keys, earlier)
+        return pq.read_table(self._path("links", partition), columns=["cross_partition"],
+                             filters=[("cross_partition", "=", True)]).num_rows
+
+    def _index(self, partition: str, keys: TableSource, earlier: list[str]) -> None:
         with duckdb_session(self.settings) as con:
             columns = _register(con, "src", keys)
             _create_edges(con, "src")
@@ -565,10 +529,9 @@ class CrossIndex:
             for column in filter(_key_type, columns):
                 files[column] = self._index_column(con, partition, column, earlier)
             links = self._path("links", partition)
-            self._write(con, "SELECT DISTINCT * FROM links ORDER BY ALL", links)
+            copy_to_parquet(con, "SELECT DISTINCT * FROM links ORDER BY ALL", links)
         manifest = {"partition": partition, "keys": files, "earlier": earlier}
         _atomic_write(self._path("partitions", partition, ".json"), json.dumps(manifest, indent=1))
-        return self._cross_links(partition)
 
     def _index_column(
         self, con: duckdb.DuckDBPyConnection, partition: str, column: str, earlier: list[str]
@@ -581,7 +544,7 @@ class CrossIndex:
         con.execute(f"INSERT INTO links SELECT doc_id, other_doc_id, {key_type}, false FROM edges")
         key, cap = _ident(column), int(self.max_bucket_size)
         path = self._path(f"keys/{column}", partition)
-        rows = self._write(
+        rows = copy_to_parquet(
             con,
             f"SELECT {key} AS key, doc_id FROM src WHERE {key} IS NOT NULL AND {key} NOT IN"
             f" (SELECT key FROM buckets WHERE n > {cap}) UNION ALL SELECT key, doc_id FROM hot_kept"
@@ -601,17 +564,6 @@ class CrossIndex:
             )
         return rows
 
-    def _write(self, con: duckdb.DuckDBPyConnection, query: str, path: Path) -> int:
-        """COPY `query` to Parquet (zstd) under a temporary name, then rename: a file exists
-        under its final name only when whole."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.tmp")
-        con.execute(
-            f"COPY ({query}) TO {_literal(str(temporary))} (FORMAT parquet, COMPRESSION zstd)"
-        )
-        os.replace(temporary, path)
-        return _scalar(con, f"SELECT count(*) FROM read_parquet({_literal(str(path))})")
-
     def _cross_links(self, partition: str) -> pa.Table:
         path = self._path("links", partition)
         table = pq.read_table(path, filters=[("cross_partition", "=", True)])
@@ -621,15 +573,23 @@ class CrossIndex:
         """Every complete partition's links file."""
         return [self._path("links", p) for p in self.partitions()]
 
-    def clusters(self) -> Clusters:
-        """Connected components over every complete partition's links (within and across)."""
+    def clusters_sql(self, con: duckdb.DuckDBPyConnection, result: str) -> ClusterStats:
+        """Table `result` (`doc_id`, `cluster_id`, `cluster_size`, unordered): connected
+        components over every complete partition's links (within and across), in DuckDB."""
         files = self.links()
         if not files:
-            return Clusters(CLUSTER_SCHEMA.empty_table(), ClusterStats())
+            con.execute(f"CREATE TABLE {result} (doc_id VARCHAR, cluster_id VARCHAR,"
+                        " cluster_size BIGINT)")
+            return ClusterStats()
+        _register(con, "links", files)
+        edges = _scalar(con, "SELECT count(*) FROM links")
+        rounds = _components(con, "links", result)
+        return _stats(con, result, edges=edges, rounds=rounds)
+
+    def clusters(self) -> Clusters:
+        """`clusters_sql`, sorted by `doc_id`."""
         with duckdb_session(self.settings) as con:
-            _register(con, "links", files)
-            edges = _scalar(con, "SELECT count(*) FROM links")
-            return _finish(_components(con, "links"), edges=edges)
+            return _fetch(con, "clusters", self.clusters_sql(con, "clusters"))
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -2,7 +2,9 @@
 
 Results come back in task order whatever the worker count or backend, so outputs never depend
 on them. The backend is run configuration (`ComputeResource.ray_address` calls `use_ray`), never
-part of a version.
+part of a version. `use_ray` takes "local" (a cluster started in this process) or the address of
+a running cluster (`ray.init(address=...)`); Ray tasks carry the memory budget's variables
+(`budget_environment`), so workers on every node work under the driver's budget.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import TypeVar
 
+from curation.duck import MEMORY_ENV, SPILL_ENV
 from curation.graph import WORKER_PRELOAD
 
 T = TypeVar("T")
@@ -83,6 +86,13 @@ def _call(fn: Callable[[T], R], task: T) -> R:
         release_memory()
 
 
+def budget_environment() -> dict[str, str]:
+    """The memory budget's variables (`curation.duck`) as this process has them: what a Ray
+    worker needs to work under the same budget. A worker on another node never sees the
+    driver's environment (the local pool's workers inherit it), so each task carries them."""
+    return {name: os.environ[name] for name in (MEMORY_ENV, SPILL_ENV) if name in os.environ}
+
+
 def _ray_map(fn: Callable[[T], R], tasks: Sequence[T], workers: int,
              on_done: Callable[[R, int, int], None] | None) -> list[R]:
     import ray
@@ -93,7 +103,8 @@ def _ray_map(fn: Callable[[T], R], tasks: Sequence[T], workers: int,
                      log_to_driver=False)
         else:
             ray.init(address=_RAY_ADDRESS, log_to_driver=False)
-    remote = ray.remote(num_cpus=1, max_retries=2)(_call)
+    remote = ray.remote(num_cpus=1, max_retries=2)(_call).options(
+        runtime_env={"env_vars": budget_environment()})
     work = ray.put(fn)  # shipped once, not with every task
     pending = {remote.remote(work, task): position for position, task in enumerate(tasks)}
     results: list[R | None] = [None] * len(tasks)

@@ -1,17 +1,18 @@
 """The `mix[recipe]` kernel (no Dagster): selection under a recipe, one member per duplicate
 group, per-source token shares with up/downsampling, phases; deterministic from the seed.
 
-Three steps, each a function over Arrow tables:
+Every step runs in one DuckDB session (`curation.duck`), over tables it holds on disk:
 
-1. `gather_candidates(store, partitions)`: one row per document of the recipe's partitions,
-   joining the per-partition annotations (`documents`, `language`, `heuristics`,
-   `quality_scores`, `decontaminated`, `scrubbed`) and the document's duplicate group: the
-   connected component over every cluster membership (`url_dedup`, `exact_dedup`,
+1. Gathering (`load_candidates`): one row per document of the recipe's partitions in the table
+   `candidates`, joining the per-partition annotations (`documents`, `language`,
+   `heuristics`, `quality_scores`, `decontaminated`, `scrubbed`) and the document's duplicate
+   group: the connected component over every cluster membership (`url_dedup`, `exact_dedup`,
    `dedup_clusters` within partitions, `cross_dedup` across them; a curated source with
-   `filters: curated` contributes its `exact_dedup` clusters only). Text is never held: sizes
-   come from the scrubbed text one part at a time.
-2. `select_documents(candidates, recipe)`: every document gets one decision, the first rule in
-   `RULES` it fails, or `selected`. The order is fixed:
+   `filters: curated` contributes its `exact_dedup` clusters only), from
+   `curation.components.connected_components_sql`; the group id is the component's smallest
+   doc_id. Text is never held: sizes come from the scrubbed text one part at a time.
+2. Selection (`select_sql`): every document gets one decision, the first rule in `RULES` it
+   fails, or `selected`. The order is fixed:
 
        language            language verdict false, or not one of `selection.languages`
                            (web filter)
@@ -35,7 +36,7 @@ Three steps, each a function over Arrow tables:
    chronologically), then `cluster_policy` (`earliest`: nothing more; `longest`: most text
    bytes; `quality`: highest score), then the smallest `doc_id`. A recipe that leaves out a
    snapshot therefore still keeps a copy from another one.
-3. Mixing (`mix_candidates`): per phase, the target tokens of source `s` are
+3. Mixing (`mix_sql`): per phase, the target tokens of source `s` are
    `T * fraction * weight_s` (weights normalised over the sources with selected documents in
    that phase's pool). `T` is `recipe.total_tokens`, else the largest total for which no source
    needs more than `max_epochs` epochs summed over the phases. A source's pool is repeated
@@ -48,15 +49,23 @@ Three steps, each a function over Arrow tables:
    pool): a single document may pass it by at most one occurrence per phase, since each phase
    draws its fractional occurrences in its own hash order. A selected document can also get no
    occurrence at all (downsampling); its decision still says `selected`. Token counts are
-   exact: `count_tokens` tokenizes every selected document's scrubbed text with the recipe's
-   tokenizer, EOS included, as the shards will (`curation.shards.occurrence_lengths`), so the
-   shares planned here are the shares the shards deliver. Without a tokenizer (kernel tests)
-   they are `text_bytes / DEFAULT_BYTES_PER_TOKEN`.
+   exact: the selected documents' scrubbed text is tokenized with the recipe's tokenizer, EOS
+   included, as the shards will (`curation.shards.occurrence_lengths`), so the shares planned
+   here are the shares the shards deliver. Without a tokenizer (kernel tests) they are
+   `text_bytes / DEFAULT_BYTES_PER_TOKEN`.
 
-Everything is sorted before use, so outputs depend on the inputs' content and the seed, never on
-row order. Memory is O(documents of the recipe) in Arrow/numpy columns (about 100 bytes a
-document plus the occurrences); there are no per-document Python loops except the keyed hash
-and the short first-fit walk at the end of each pool.
+Everything is ordered explicitly (ties end on doc_id), so outputs depend on the inputs'
+content and the seed, never on row order or on how DuckDB spills.
+
+Memory: DuckDB holds the per-document tables (candidates, memberships, decisions, pools,
+occurrences) on disk and spills joins, windows and sorts beyond the session's `memory_limit`
+(the budget, `curation.duck`). Python holds at most one stored part at a time (its Arrow
+table, or one part's texts while counting tokens), one DuckDB batch (`BATCH_ROWS`), and what
+is per phase and source (pool statistics, shares); the fractional fill streams its pool's
+tail in hash order and stops within the pool's largest document. `run_mix` leaves the
+decisions and occurrences in the session, for the caller to stream out (`decision_rows`,
+`occurrence_rows`); the Arrow functions (`select_documents`, `mix_candidates`, `build_mix`)
+fetch them whole, for tests and small inputs.
 """
 
 from __future__ import annotations
@@ -64,15 +73,18 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curation.components import connected_components_sql
 from curation.config import SOURCE_PREFIX, RecipeConfig
-from curation.dedup import connected_components
+from curation.duck import MemoryBudget, duckdb_session, insert_parts, literal, scalar
 from curation.graph import (
     ALL,
     CROSS_DEDUP,
@@ -87,7 +99,7 @@ from curation.graph import (
     SCRUBBED,
     SELECTION_VERDICTS,
 )
-from curation.partition import PartitionLayout
+from curation.partition import Manifest, PartitionLayout
 from curation.schema import WEB_SOURCE
 from curation.shards import occurrence_lengths
 from curation.storage import Store, read_parquet
@@ -105,6 +117,7 @@ TAKEDOWN = "takedown"
 SELECTED = "selected"
 DEFAULT_BYTES_PER_TOKEN = 4.0
 TOKENIZE_BATCH = 1024  # texts per encode_batch call while counting tokens
+BATCH_ROWS = 1 << 16  # rows per Arrow batch read from DuckDB
 DEDUP_ASSETS = PARTITION_DEDUP
 CURATED_DEDUP_ASSET = CURATED_DEDUP
 CROSS_ASSET, CROSS_PARTITION = CROSS_DEDUP, ALL
@@ -178,396 +191,374 @@ class MixInputError(ValueError):
     a quality rule, nothing selected)."""
 
 
+Connection = duckdb.DuckDBPyConnection
+
+
 # --- reading ---------------------------------------------------------------------------------
 
 
-def _read(store: Store, asset: str, partition: str, schema: pa.Schema, *, name: str = "part",
-          required: bool = True) -> pa.Table | None:
-    """The given columns of a complete partition's table, part by part, cast to `schema`."""
-    layout = PartitionLayout(store, asset, partition)
-    manifest = layout.read_manifest()
-    if manifest is None:
-        if required:
-            raise MixInputError(f"{asset}[{partition}] is not complete (no manifest); the mix "
-                                "needs it")
-        return None
-    tables = [read_parquet(store, part.key, schema.names)
-              for part in manifest.table_parts(name)]
-    if not tables:
-        return schema.empty_table()
-    return pa.concat_tables([table.cast(schema) for table in tables])
-
-
-def _text_bytes(store: Store, partition: str) -> pa.Table:
-    """doc_id and UTF-8 byte length of the scrubbed text, one part's texts at a time."""
-    manifest = PartitionLayout(store, SCRUBBED, partition).read_manifest()
-    if manifest is None:
-        raise MixInputError(f"scrubbed[{partition}] is not complete (no manifest); the mix "
+def _manifest(store: Store, asset: str, partition: str, required: bool = True
+              ) -> Manifest | None:
+    manifest = PartitionLayout(store, asset, partition).read_manifest()
+    if manifest is None and required:
+        raise MixInputError(f"{asset}[{partition}] is not complete (no manifest); the mix "
                             "needs it")
-    tables = []
-    for part in manifest.parts:
-        table = read_parquet(store, part.key, ["doc_id", "text"])
-        tables.append(pa.table({
-            "doc_id": table["doc_id"].cast(pa.string()),
-            "text_bytes": pc.binary_length(table["text"]).cast(pa.int64())}))
-        del table
-    if not tables:
-        return pa.schema([("doc_id", pa.string()), ("text_bytes", pa.int64())]).empty_table()
-    return pa.concat_tables(tables)
+    return manifest
 
 
-def _schema(*fields: tuple[str, pa.DataType]) -> pa.Schema:
-    return pa.schema(list(fields))
+def _load(con: Connection, store: Store, target: str, asset: str, partitions: Sequence[str],
+          columns: Mapping[str, str], *, name: str = "part", required: bool = True,
+          read: Sequence[str] | None = None, select: str | None = None) -> list[str]:
+    """Table `target` (`partition`, `part`, then `columns`: name -> SQL type) from the `name`
+    table of `asset` in each of `partitions` (`select` over the `read` columns, by default the
+    columns cast to their types); parts are numbered across partitions. A partition without a
+    manifest fails when `required`, else adds nothing. Returns the parts' keys by number."""
+    con.execute(f"CREATE TABLE {target} (partition VARCHAR, part INTEGER, "
+                + ", ".join(f"{column} {kind}" for column, kind in columns.items()) + ")")
+    select = select or ", ".join(f"CAST({column} AS {kind})" for column, kind in columns.items())
+    keys: list[str] = []
+    for partition in partitions:
+        manifest = _manifest(store, asset, partition, required)
+        if manifest is not None:
+            parts = manifest.table_parts(name)
+            insert_parts(con, store, target, partition, parts, len(keys), read or list(columns),
+                          select)
+            keys += [part.key for part in parts]
+    return keys
 
 
-_DOCS = _schema(("doc_id", pa.string()), ("source", pa.string()), ("url", pa.string()),
-                ("snapshot", pa.string()), ("licence", pa.string()))
-_LANGUAGE = _schema(("doc_id", pa.string()), ("language", pa.string()), ("keep", pa.bool_()))
-_KEEP = _schema(("doc_id", pa.string()), ("keep", pa.bool_()))
-_QUALITY = _schema(("doc_id", pa.string()), ("quality_score", pa.float64()))
-_DECONTAMINATED = _schema(("doc_id", pa.string()), ("contaminated", pa.bool_()))
-_DECISIONS = _schema(("doc_id", pa.string()), ("reason", pa.string()))
-_MEMBERS = _schema(("doc_id", pa.string()), ("cluster_id", pa.string()))
-
-
-def _with_verdicts(store: Store, partition: str, table: pa.Table,
-                   verdicts: Sequence[str]) -> pa.Table:
-    """`table` with `verdict_drop`: per document, the first of the `verdicts` assets (added
-    annotate stages, docs/adding-a-stage.md) whose `keep` is false, else null."""
-    dropped = pa.nulls(table.num_rows, pa.string())
-    for asset in reversed(verdicts):  # the first failing verdict in order wins
-        keep = _read(store, asset, partition, _KEEP)
-        if pc.count_distinct(keep["doc_id"]).as_py() != keep.num_rows:
+def _check_unique(con: Connection, table: str, asset: str, partitions: Sequence[str]) -> None:
+    twice = dict(con.sql(f"SELECT partition, count(*) - count(DISTINCT doc_id) FROM {table} "
+                         "GROUP BY partition").fetchall())
+    for partition in partitions:
+        if twice.get(partition):
             raise MixInputError(f"{asset}[{partition}] has a doc_id twice")
-        found = pc.take(keep["keep"], pc.index_in(table["doc_id"], value_set=keep["doc_id"]))
-        if found.null_count:
-            raise MixInputError(f"{asset}[{partition}] has no row for {found.null_count} of "
-                                f"the {table.num_rows} documents; re-materialize it")
-        dropped = pc.if_else(pc.invert(found), pa.scalar(asset, pa.string()), dropped)
-    return table.append_column("verdict_drop", dropped)
 
 
-def _partition_rows(store: Store, partition: str,
-                    verdicts: Sequence[str] = SELECTION_VERDICTS) -> pa.Table:
-    docs = _read(store, DOCUMENTS, partition, _DOCS)
-    n = docs.num_rows
-    docs = docs.append_column("partition", pa.array([partition] * n, pa.string()))
-    language = _read(store, LANGUAGE, partition, _LANGUAGE).rename_columns(
-        ["doc_id", "language", "language_keep"])
-    heuristics = _read(store, HEURISTICS, partition, _KEEP).rename_columns(
-        ["doc_id", "heuristics_keep"])
-    quality = _read(store, QUALITY_SCORES, partition, _QUALITY, required=False)
-    if quality is None:  # no classifier configured: scores stay null
-        quality = _QUALITY.empty_table()
-    decontaminated = _read(store, DECONTAMINATED, partition, _DECONTAMINATED)
-    sizes = _text_bytes(store, partition)
-    scrub_decisions = _read(store, SCRUBBED, partition, _DECISIONS, name="decisions")
-    empty = pc.unique(scrub_decisions.filter(
-        pc.equal(scrub_decisions["reason"], "empty_after_edits"))["doc_id"])
-    table = docs
-    for other, asset in ((language, LANGUAGE), (heuristics, HEURISTICS),
-                         (quality, QUALITY_SCORES), (decontaminated, DECONTAMINATED),
-                         (sizes, SCRUBBED)):
-        if pc.count_distinct(other["doc_id"]).as_py() != other.num_rows:
-            raise MixInputError(f"{asset}[{partition}] has a doc_id twice")
-        table = table.join(other, "doc_id", join_type="left outer")
-    for column, asset in (("language_keep", LANGUAGE), ("heuristics_keep", HEURISTICS),
-                          ("contaminated", DECONTAMINATED), ("text_bytes", SCRUBBED)):
-        missing = table[column].null_count
-        if missing:
-            raise MixInputError(f"{asset}[{partition}] has no row for {missing} of the "
-                                f"{n} documents; re-materialize it")
-    table = table.append_column("empty_after_edits", pc.is_in(table["doc_id"], value_set=empty))
-    return _with_verdicts(store, partition, table, verdicts)
+def _check_complete(con: Connection, table: str, columns: Sequence[tuple[str, str]],
+                    partitions: Sequence[str]) -> None:
+    """Fails for the first (`column`, asset) of `columns` null in a row of `table`: the asset
+    has no row (or no value) for a document."""
+    counts = {row[0]: row[1:] for row in con.sql(
+        "SELECT partition, count(*), "
+        + ", ".join(f"count(*) FILTER (WHERE {column} IS NULL)" for column, _ in columns)
+        + f" FROM {table} GROUP BY partition").fetchall()}
+    for partition in partitions:
+        total, *missing = counts.get(partition, (0,) * (len(columns) + 1))
+        for (_, asset), count in zip(columns, missing, strict=True):
+            if count:
+                raise MixInputError(f"{asset}[{partition}] has no row for {count} of the "
+                                    f"{total} documents; re-materialize it")
 
 
-def _memberships(store: Store, partitions: Sequence[str],
-                 curated: Collection[str] = ()) -> list[pa.Table]:
-    """Every cluster membership table (doc_id, cluster_id): one per within-partition dedup
-    asset and partition (for a `curated` partition, `exact_dedup` only: a book or an article
-    is not a duplicate for sharing a URL or most of its shingles), and cross_dedup's (required
-    when more than one partition is read)."""
-    tables = [_read(store, asset, partition, _MEMBERS)
-              for partition in partitions for asset in DEDUP_ASSETS
+def _widen(con: Connection, side: str, columns: str) -> None:
+    """Adds `columns` (over `x`, the rows of table `side` by partition and doc_id) to table
+    `gathered`: one join a statement, so DuckDB holds one build side at a time."""
+    con.execute(f"CREATE TABLE _wider AS SELECT g.*, {columns} FROM gathered g LEFT JOIN {side} x "
+                "ON x.partition = g.partition AND x.doc_id = g.doc_id")
+    con.execute("DROP TABLE gathered")
+    con.execute("ALTER TABLE _wider RENAME TO gathered")
+
+
+def load_candidates(con: Connection, store: Store, partitions: Sequence[str],
+                    curated_sources: Collection[str] = (),
+                    verdicts: Sequence[str] = SELECTION_VERDICTS,
+                    budget: MemoryBudget | None = None) -> list[str]:
+    """Table `candidates` (`CANDIDATE_SCHEMA` and `text_part`, the number of the scrubbed part
+    holding the document's text) over `partitions`, part by part; `curated_sources` names the
+    sources judged by the curated filter policy, `verdicts` the added annotate stages whose
+    `keep` the selection applies; `budget` is the session's (None: the current one). Returns
+    the scrubbed parts' keys by number."""
+    _load(con, store, "docs", DOCUMENTS, partitions, {
+        "doc_id": "VARCHAR", "source": "VARCHAR", "url": "VARCHAR", "snapshot": "VARCHAR",
+        "licence": "VARCHAR"})
+    _load(con, store, "language_rows", LANGUAGE, partitions,
+          {"doc_id": "VARCHAR", "language": "VARCHAR", "keep": "BOOLEAN"})
+    _load(con, store, "heuristics_rows", HEURISTICS, partitions,
+          {"doc_id": "VARCHAR", "keep": "BOOLEAN"})
+    # no classifier configured: no table, the scores stay null
+    _load(con, store, "quality", QUALITY_SCORES, partitions,
+          {"doc_id": "VARCHAR", "quality_score": "DOUBLE"}, required=False)
+    _load(con, store, "contamination_rows", DECONTAMINATED, partitions,
+          {"doc_id": "VARCHAR", "contaminated": "BOOLEAN"})
+    text_parts = _load(con, store, "sizes", SCRUBBED, partitions,
+                       {"doc_id": "VARCHAR", "text_bytes": "BIGINT"}, read=["doc_id", "text"],
+                       select="CAST(doc_id AS VARCHAR), strlen(CAST(text AS VARCHAR))")
+    _load(con, store, "scrub_decisions", SCRUBBED, partitions,
+          {"doc_id": "VARCHAR", "reason": "VARCHAR"}, name="decisions")
+    for table, asset in (("language_rows", LANGUAGE), ("heuristics_rows", HEURISTICS),
+                         ("quality", QUALITY_SCORES), ("contamination_rows", DECONTAMINATED),
+                         ("sizes", SCRUBBED)):
+        _check_unique(con, table, asset, partitions)
+    for number, asset in enumerate(verdicts):
+        _load(con, store, f"verdict{number}", asset, partitions,
+              {"doc_id": "VARCHAR", "keep": "BOOLEAN"})
+        _check_unique(con, f"verdict{number}", asset, partitions)
+    con.execute("CREATE TABLE gathered AS SELECT doc_id, partition, source, snapshot, licence, "
+                "url FROM docs")
+    for side, columns in (
+            ("language_rows", "x.language, x.keep AS language_keep"),
+            ("heuristics_rows", "x.keep AS heuristics_keep"), ("quality", "x.quality_score"),
+            ("contamination_rows", "x.contaminated"),
+            ("sizes", "x.text_bytes, x.part AS text_part"),
+            ("(SELECT DISTINCT partition, doc_id FROM scrub_decisions "
+             "WHERE reason = 'empty_after_edits')", "x.doc_id IS NOT NULL AS empty_after_edits"),
+            *((f"verdict{n}", f"x.keep AS verdict{n}") for n in range(len(verdicts)))):
+        _widen(con, side, columns)
+    _check_complete(con, "gathered", [
+        ("language_keep", LANGUAGE), ("heuristics_keep", HEURISTICS),
+        ("contaminated", DECONTAMINATED), ("text_bytes", SCRUBBED),
+        *((f"verdict{n}", asset) for n, asset in enumerate(verdicts))], partitions)
+    if scalar(con, "SELECT count(*) - count(DISTINCT doc_id) FROM gathered"):
+        raise MixInputError("a doc_id occurs in two partitions")
+    curated = {SOURCE_PREFIX + name for name in curated_sources}
+    _load_memberships(con, store, partitions, curated)
+    group_ids(con, "gathered", "members", "groups", budget)
+    # the first failing verdict in order wins
+    verdict_drop = ("CASE " + " ".join(f"WHEN NOT verdict{n} THEN {literal(asset)}"
+                                       for n, asset in enumerate(verdicts)) + " END"
+                    if verdicts else "NULL::VARCHAR")
+    columns = ", ".join(f"g.{name}" for name in CANDIDATE_SCHEMA.names
+                        if name not in ("verdict_drop", "group_id"))
+    con.execute(f"CREATE TABLE candidates AS SELECT {columns}, {verdict_drop} AS verdict_drop, "
+                "r.group_id, g.text_part FROM gathered g JOIN groups r USING (doc_id)")
+    for table in ("docs", "language_rows", "heuristics_rows", "quality", "contamination_rows",
+                  "sizes", "scrub_decisions", "gathered", "members", "groups",
+                  *(f"verdict{n}" for n in range(len(verdicts)))):
+        con.execute(f"DROP TABLE {table}")
+    return text_parts
+
+
+def _load_memberships(con: Connection, store: Store, partitions: Sequence[str],
+                      curated: Collection[str]) -> None:
+    """Table `members` (`scope`, `cluster_id`, `doc_id`): every cluster membership of each
+    within-partition dedup asset and partition (for a `curated` partition, `exact_dedup`
+    only: a book or an article is not a duplicate for sharing a URL or most of its
+    shingles), and of cross_dedup (required when more than one partition is read); `scope`
+    (`asset/partition`) keeps the cluster ids of different tables apart."""
+    con.execute("CREATE TABLE members (scope VARCHAR, part INTEGER, cluster_id VARCHAR, "
+                "doc_id VARCHAR)")
+    tables = [(asset, partition, True) for partition in partitions for asset in DEDUP_ASSETS
               if partition not in curated or asset == CURATED_DEDUP_ASSET]
-    cross = _read(store, CROSS_ASSET, CROSS_PARTITION, _MEMBERS, required=len(partitions) > 1)
-    if cross is not None:
-        tables.append(cross)
-    return tables
+    tables.append((CROSS_ASSET, CROSS_PARTITION, len(partitions) > 1))
+    for asset, partition, required in tables:
+        manifest = _manifest(store, asset, partition, required)
+        if manifest is not None:
+            insert_parts(con, store, "members", f"{asset}/{partition}", manifest.parts, 0,
+                          ["doc_id", "cluster_id"],
+                          "CAST(cluster_id AS VARCHAR), CAST(doc_id AS VARCHAR)")
 
 
-def duplicate_groups(doc_ids: pa.Array | pa.ChunkedArray,
-                     memberships: Iterable[pa.Table]) -> pa.Array:
-    """The duplicate group of each document of `doc_ids` (unique): the smallest doc_id of its
-    connected component, where every membership table (`doc_id`, `cluster_id`) links a
-    document to its cluster. Cluster ids are namespaced per table, so ids of different tables
-    never merge by accident; documents not in `doc_ids` (cross_dedup rows of partitions the
+def group_ids(con: Connection, documents: str, members: str, result: str,
+              budget: MemoryBudget | None = None) -> None:
+    """Table `result` (`doc_id`, `group_id`): the duplicate group of each document of
+    `documents` (`doc_id` unique), the smallest doc_id of its connected component, where each
+    row of `members` (`scope`, `cluster_id`, `doc_id`) links a document to the cluster
+    (`scope`, `cluster_id`). Documents not in `documents` (cross_dedup rows of partitions the
     recipe leaves out) are skipped: their clusters already hold every link they carry. A
-    document in no cluster is its own group. Dense integer ids and numpy union-find
-    (`curation.dedup.connected_components`): O(documents + memberships), no Python loop."""
-    order = pc.sort_indices(doc_ids)
-    sorted_ids = pc.take(doc_ids, order)
-    if isinstance(sorted_ids, pa.ChunkedArray):
-        sorted_ids = sorted_ids.combine_chunks()
-    count = len(sorted_ids)
-    edges = []
-    offset = count
-    for table in memberships:
-        node = pc.index_in(table["doc_id"], value_set=sorted_ids)
-        valid = pc.is_valid(node)
-        node, clusters = node.filter(valid), table["cluster_id"].filter(valid)
-        if len(node) == 0:
-            continue
-        keys = pc.unique(clusters)
-        cluster = pc.index_in(clusters, value_set=keys)
-        edges.append((np.asarray(node.to_numpy(zero_copy_only=False), np.int64),
-                      np.asarray(cluster.to_numpy(zero_copy_only=False), np.int64) + offset))
-        offset += len(keys)
-    # Documents come first (sorted), clusters after: every root is a document node, the
-    # smallest doc_id of its component.
-    roots = connected_components(edges, offset)[:count]
-    groups = pc.take(sorted_ids, pa.array(roots))
-    # back to the caller's order
-    inverse = np.empty(count, np.int64)
-    inverse[order.to_numpy()] = np.arange(count)
-    return pc.take(groups, pa.array(inverse))
+    document in no cluster is its own group. Each member is linked to its cluster's smallest
+    doc_id, so every component's nodes are doc_ids and its root is the group id (the
+    components run under `budget`, None: the current one)."""
+    con.execute(f"""
+        CREATE TABLE _edges AS
+        SELECT a, b FROM (
+            SELECT m.doc_id AS a, min(m.doc_id) OVER (PARTITION BY m.scope, m.cluster_id) AS b
+            FROM {members} m SEMI JOIN {documents} d ON d.doc_id = m.doc_id)
+        WHERE a <> b""")
+    if scalar(con, "SELECT count(*) FROM _edges"):
+        connected_components_sql(con, "_edges", "_components", budget=budget)
+    else:
+        con.execute("CREATE TABLE _components (node VARCHAR, root VARCHAR)")
+    con.execute(f"CREATE TABLE {result} AS SELECT d.doc_id, coalesce(c.root, d.doc_id) "
+                f"AS group_id FROM {documents} d LEFT JOIN _components c ON c.node = d.doc_id")
+    con.execute("DROP TABLE _edges")
+    con.execute("DROP TABLE _components")
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` (a DuckDB result: every field nullable) as `schema`."""
+    return pa.Table.from_arrays([table[name].cast(f.type) for name, f in
+                                 zip(schema.names, schema, strict=True)], schema=schema)
+
+
+def _fetch(con: Connection, query: str, schema: pa.Schema) -> pa.Table:
+    return conform(con.sql(query).to_arrow_table(), schema)
 
 
 def gather_candidates(store: Store, partitions: Sequence[str],
                       curated_sources: Collection[str] = (),
                       verdicts: Sequence[str] = SELECTION_VERDICTS) -> pa.Table:
-    """One row per document of `partitions` (`CANDIDATE_SCHEMA`), sorted by doc_id;
-    `curated_sources` names the sources judged by the curated filter policy, `verdicts` the
-    added annotate stages whose `keep` the selection applies."""
-    tables = [_partition_rows(store, partition, verdicts) for partition in partitions]
-    table = pa.concat_tables(tables) if tables else CANDIDATE_SCHEMA.empty_table()
-    if pc.count_distinct(table["doc_id"]).as_py() != table.num_rows:
-        raise MixInputError("a doc_id occurs in two partitions")
-    curated = {SOURCE_PREFIX + name for name in curated_sources}
-    groups = duplicate_groups(table["doc_id"], _memberships(store, partitions, curated))
-    table = table.append_column("group_id", groups)
-    table = table.select(CANDIDATE_SCHEMA.names).cast(CANDIDATE_SCHEMA)
-    return table.sort_by("doc_id")
+    """`load_candidates` as one Arrow table (`CANDIDATE_SCHEMA`), sorted by doc_id."""
+    with duckdb_session() as con:
+        load_candidates(con, store, partitions, curated_sources, verdicts)
+        return _fetch(con, f"SELECT {', '.join(CANDIDATE_SCHEMA.names)} FROM candidates "
+                      "ORDER BY doc_id", CANDIDATE_SCHEMA)
+
+
+def duplicate_groups(doc_ids: pa.Array | pa.ChunkedArray,
+                     memberships: Iterable[pa.Table]) -> pa.Array:
+    """`group_ids` of `doc_ids` (unique) in their order, each membership table (`doc_id`,
+    `cluster_id`) its own scope."""
+    with duckdb_session() as con:
+        con.register("_ids", pa.table({"doc_id": doc_ids,
+                                       "position": np.arange(len(doc_ids))}))
+        con.execute("CREATE TABLE ids AS SELECT CAST(doc_id AS VARCHAR) AS doc_id, position "
+                    "FROM _ids")
+        con.execute("CREATE TABLE members (scope VARCHAR, cluster_id VARCHAR, doc_id VARCHAR)")
+        for scope, table in enumerate(memberships):
+            con.register("_members", table)
+            con.execute("INSERT INTO members SELECT ?, CAST(cluster_id AS VARCHAR), "
+                        "CAST(doc_id AS VARCHAR) FROM _members", [str(scope)])
+            con.unregister("_members")
+        group_ids(con, "ids", "members", "groups")
+        return con.sql("SELECT group_id FROM ids JOIN groups USING (doc_id) ORDER BY position"
+                       ).to_arrow_table()["group_id"].combine_chunks()
 
 
 # --- selection -------------------------------------------------------------------------------
 
 
-def _np(column: pa.ChunkedArray | pa.Array, fill: object = None) -> np.ndarray:
-    if fill is not None:
-        column = pc.fill_null(column, fill)
-    return column.to_numpy(zero_copy_only=False)
+def _in(column: str, values: Iterable[str]) -> str:
+    """SQL: `column` is one of `values` (false for null)."""
+    listed = ", ".join(literal(value) for value in values)
+    return f"coalesce({column} IN ({listed}), false)" if listed else "false"
 
 
-def _codes(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """Integer codes in sorted value order (nulls -1)."""
-    values = pc.unique(column).drop_null()
-    values = pc.take(values, pc.sort_indices(values))
-    return _np(pc.index_in(column, value_set=values), -1).astype(np.int64)
+def _require_scores(con: Connection, rows: str, what: str) -> None:
+    """Fails when a row of the query `rows` (`partition`, `score`) has no score."""
+    missing, partitions = con.execute(
+        f"SELECT count(*), list(DISTINCT partition ORDER BY partition) FROM ({rows}) "
+        "WHERE score IS NULL").fetchall()[0]
+    if missing:
+        raise MixInputError(f"{what} needs quality scores, but {missing} documents have none "
+                            f"(partitions {', '.join(partitions)}): is a quality classifier "
+                            "configured and quality_scores materialized?")
 
 
-def _group_starts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Starts and sizes of runs of equal values in sorted `keys`."""
-    if keys.size == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    starts = np.r_[0, np.flatnonzero(keys[1:] != keys[:-1]) + 1]
-    return starts, np.diff(np.r_[starts, keys.size])
+def _top_fraction(table: str, pool: str, fraction: float) -> str:
+    """SQL: `table`'s rows with `cut`, true for the rows of `pool` (a condition) outside the
+    top `ceil(fraction * n)` by score of their language (ties: the smaller doc_id)."""
+    window = f"PARTITION BY ({pool}), language"
+    return f"""
+        SELECT *, ({pool}) AND row_number() OVER ({window} ORDER BY score DESC, doc_id)
+                  > ceil({float(fraction)!r}::DOUBLE * count(*) OVER ({window})
+                         - 1e-9::DOUBLE) AS cut
+        FROM {table}"""
 
 
-def _top_fraction(mask: np.ndarray, scores: np.ndarray, languages: np.ndarray,
-                  fraction: float) -> np.ndarray:
-    """Within `mask`, per language, the top `ceil(fraction * n)` documents by score (ties: the
-    smaller doc_id, i.e. row index of the sorted candidates)."""
-    index = np.flatnonzero(mask)
-    order = index[np.lexsort((index, -scores[index], languages[index]))]
-    starts, sizes = _group_starts(languages[order])
-    rank = np.arange(order.size) - np.repeat(starts, sizes)
-    quota = np.ceil(fraction * sizes - 1e-9).astype(np.int64)
-    keep = np.zeros(mask.size, bool)
-    keep[order[rank < np.repeat(quota, sizes)]] = True
-    return keep
+def select_sql(con: Connection, recipe: RecipeConfig,
+               curated_sources: Collection[str] = ()) -> None:
+    """Table `decisions` (`doc_id`, `partition`, `rule`, `kept`, `kept_doc_id`): one per row
+    of `candidates`, the first rule of `RULES` it fails, or `selected`; duplicates name the
+    kept member. The web filters (language, heuristics, added verdicts) skip the documents of
+    `curated_sources`."""
+    web_filter = f"NOT {_in('source', sorted(curated_sources))}"
+    language_ok = "coalesce(language_keep, false)"
+    if recipe.selection.languages is not None:
+        language_ok += f" AND {_in(column='language', values=recipe.selection.languages)}"
+    contaminated = ("WHEN coalesce(contaminated, true) THEN 'contaminated'"
+                    if recipe.selection.drop_contaminated else "")
+    con.execute(f"""
+        CREATE TABLE judged AS
+        SELECT doc_id, partition, source, snapshot, language, text_bytes, group_id,
+               CASE WHEN isnan(quality_score) THEN NULL ELSE quality_score END AS score,
+               CASE WHEN {web_filter} AND NOT ({language_ok}) THEN 'language'
+                    WHEN {web_filter} AND NOT coalesce(heuristics_keep, false)
+                        THEN 'heuristics'
+                    {contaminated}
+                    WHEN coalesce(empty_after_edits, false) OR coalesce(text_bytes, 0) <= 0
+                        THEN 'empty_after_edits'
+                    WHEN {web_filter} AND coalesce(verdict_drop, '') <> ''
+                        THEN verdict_drop
+               END AS rule
+        FROM candidates""")
+    fraction = recipe.selection.quality_top_fraction
+    if fraction is not None:
+        pool = f"rule IS NULL AND source = {literal(WEB_SOURCE)}"
+        _require_scores(con, f"SELECT partition, score FROM judged WHERE {pool}",
+                        "selection.quality_top_fraction")
+        con.execute(f"""
+            CREATE TABLE judged_quality AS
+            SELECT * EXCLUDE (cut) REPLACE (CASE WHEN cut THEN 'quality' ELSE rule END AS rule)
+            FROM ({_top_fraction("judged", pool, fraction)})""")
+        con.execute("DROP TABLE judged")
+        con.execute("ALTER TABLE judged_quality RENAME TO judged")
+    # duplicate: per group, the best-ranked member still in
+    if recipe.cluster_policy == "quality":  # needed where a group has two members still in
+        _require_scores(con, """
+            SELECT partition, score FROM (
+                SELECT partition, score, count(*) OVER (PARTITION BY group_id) AS members
+                FROM judged WHERE rule IS NULL)
+            WHERE members > 1""", "cluster_policy: quality")
+    policy = {"earliest": "", "longest": "coalesce(text_bytes, 0) DESC,",
+              "quality": "score DESC NULLS LAST,"}[recipe.cluster_policy]
+    # curated before web, then the earliest snapshot (curated: null, first), then the policy
+    con.execute(f"""
+        CREATE TABLE decisions AS
+        SELECT doc_id, partition, rule, rule = '{SELECTED}' AS kept, kept_doc_id FROM (
+            SELECT doc_id, partition,
+                   CASE WHEN rule IS NULL AND best <> doc_id THEN 'duplicate'
+                        ELSE coalesce(rule, '{SELECTED}') END AS rule,
+                   CASE WHEN rule IS NULL AND best <> doc_id THEN best END AS kept_doc_id
+            FROM (SELECT *, first_value(doc_id) OVER (
+                      PARTITION BY rule IS NULL, group_id
+                      ORDER BY source = {literal(WEB_SOURCE)}, snapshot NULLS FIRST, {policy}
+                               doc_id) AS best
+                  FROM judged))""")
+    con.execute("DROP TABLE judged")
 
 
-def _require_scores(table: pa.Table, mask: np.ndarray, scores: np.ndarray, what: str) -> None:
-    missing = mask & np.isnan(scores)
-    if missing.any():
-        partitions = sorted(set(np.asarray(_np(table["partition"]))[missing].tolist()))
-        raise MixInputError(f"{what} needs quality scores, but {int(missing.sum())} documents "
-                            f"have none (partitions {', '.join(partitions)}): is a quality "
-                            "classifier configured and quality_scores materialized?")
+def _put_candidates(con: Connection, candidates: pa.Table) -> None:
+    """Table `candidates` from `gather_candidates` rows (no text parts: estimated tokens)."""
+    con.register("_candidates", candidates.select(CANDIDATE_SCHEMA.names).cast(CANDIDATE_SCHEMA))
+    con.execute("CREATE TABLE candidates AS SELECT *, NULL::INTEGER AS text_part "
+                "FROM _candidates")
+    con.unregister("_candidates")
 
 
-def _sorted(candidates: pa.Table) -> pa.Table:
-    return candidates.select(CANDIDATE_SCHEMA.names).cast(CANDIDATE_SCHEMA).sort_by("doc_id")
+def decision_rows(recipe: str, *, tokens: bool = True, removed: str | None = None) -> str:
+    """SQL: the session's decisions (`MIX_DECISION_SCHEMA`) in doc_id order, with each selected
+    document's tokens (`tokens`: once `mix_sql` ran; else null); the documents in table
+    `removed` (`doc_id`: the takedown list's) are no longer kept, their rule `takedown`."""
+    gone = "false" if removed is None else f"d.doc_id IN (SELECT doc_id FROM {removed})"
+    return f"""
+        SELECT d.doc_id, d.partition, {literal(recipe)} AS recipe,
+               d.kept AND NOT ({gone}) AS kept,
+               CASE WHEN {gone} THEN '{TAKEDOWN}' ELSE d.rule END AS rule, d.kept_doc_id,
+               {"s.tokens" if tokens else "NULL::BIGINT"} AS tokens
+        FROM decisions d {"LEFT JOIN selected s ON s.doc_id = d.doc_id" if tokens else ""}
+        ORDER BY d.doc_id"""
 
 
 def select_documents(candidates: pa.Table, recipe: RecipeConfig,
                      curated_sources: Collection[str] = ()) -> pa.Table:
-    """One decision per candidate (`MIX_DECISION_SCHEMA`, sorted by doc_id): the first rule of
-    `RULES` it fails, or `selected`; duplicates name the kept member. The web filters
-    (language, heuristics) skip the documents of `curated_sources`."""
-    table = _sorted(candidates)
-    n = table.num_rows
-    doc_ids = _np(table["doc_id"])
-    scores = _np(table["quality_score"], float("nan")).astype(np.float64)
-    is_web = _np(pc.equal(table["source"], WEB_SOURCE), False).astype(bool)
-    curated = _np(pc.is_in(table["source"], value_set=pa.array(sorted(curated_sources),
-                                                               pa.string())), False).astype(bool)
-    rule = np.full(n, SELECTED, dtype=object)
-    alive = np.ones(n, bool)
-
-    def fail(rule_name: str, failing: np.ndarray) -> None:
-        hit = alive & failing
-        rule[hit] = rule_name
-        alive[hit] = False
-
-    language_ok = _np(table["language_keep"], False).astype(bool)
-    if recipe.selection.languages is not None:
-        wanted = pa.array(recipe.selection.languages, pa.string())
-        language_ok &= _np(pc.is_in(table["language"], value_set=wanted), False).astype(bool)
-    fail("language", ~language_ok & ~curated)
-    fail("heuristics", ~_np(table["heuristics_keep"], False).astype(bool) & ~curated)
-    if recipe.selection.drop_contaminated:
-        fail("contaminated", _np(table["contaminated"], True).astype(bool))
-    text_bytes = _np(table["text_bytes"], 0).astype(np.int64)
-    fail("empty_after_edits",
-         _np(table["empty_after_edits"], False).astype(bool) | (text_bytes <= 0))
-    verdict_drop = _np(table["verdict_drop"], "")
-    for verdict in sorted(set(verdict_drop.tolist()) - {""}):  # one per document: any order
-        fail(verdict, (verdict_drop == verdict) & ~curated)
-    fraction = recipe.selection.quality_top_fraction
-    if fraction is not None:
-        pool = alive & is_web
-        _require_scores(table, pool, scores, "selection.quality_top_fraction")
-        languages = _codes(table["language"])
-        fail("quality", pool & ~_top_fraction(pool, scores, languages, fraction))
-
-    # duplicate: per group, the best-ranked member still alive
-    groups = _codes(table["group_id"])
-    if recipe.cluster_policy == "quality":  # needed where a group has two members still in
-        members = np.bincount(groups[alive], minlength=n)
-        _require_scores(table, alive & (members[groups] > 1), scores, "cluster_policy: quality")
-    policy = {
-        "earliest": np.zeros(n),
-        "longest": -text_bytes.astype(np.float64),
-        "quality": np.where(np.isnan(scores), np.inf, -scores),
-    }[recipe.cluster_policy]
-    snapshots = _codes(table["snapshot"])  # nulls (curated) first; ids sort chronologically
-    index = np.flatnonzero(alive)
-    order = index[np.lexsort((index, policy[index], snapshots[index], is_web[index],
-                              groups[index]))]
-    starts, sizes = _group_starts(groups[order])
-    best = np.repeat(order[starts], sizes)
-    kept_doc = np.full(n, None, dtype=object)
-    duplicate = order[best != order]
-    kept_doc[duplicate] = doc_ids[best[best != order]]
-    is_duplicate = np.zeros(n, bool)
-    is_duplicate[duplicate] = True
-    fail("duplicate", is_duplicate)
-
-    return pa.table({
-        "doc_id": table["doc_id"],
-        "partition": table["partition"],
-        "recipe": pa.array([recipe.name] * n, pa.string()),
-        "kept": pa.array(rule == SELECTED, pa.bool_()),
-        "rule": pa.array(rule.tolist(), pa.string()),
-        "kept_doc_id": pa.array(kept_doc.tolist(), pa.string()),
-        "tokens": pa.nulls(n, pa.int64()),
-    }, schema=MIX_DECISION_SCHEMA)
+    """`select_sql` over `gather_candidates` rows: one decision per candidate
+    (`MIX_DECISION_SCHEMA`, sorted by doc_id, no tokens)."""
+    with duckdb_session() as con:
+        _put_candidates(con, candidates)
+        select_sql(con, recipe, curated_sources)
+        return _fetch(con, decision_rows(recipe.name, tokens=False), MIX_DECISION_SCHEMA)
 
 
-def funnel(decisions: pa.Table) -> dict[str, int]:
+def _funnel(con: Connection) -> dict[str, int]:
     """Documents dropped per rule, in `RULES` order (every rule listed, zeros too)."""
     counts = dict.fromkeys(RULES, 0)
-    for row in decisions.group_by("rule").aggregate([("doc_id", "count")]).to_pylist():
-        if row["rule"] != SELECTED:
-            counts[row["rule"]] = row["doc_id_count"]
+    # rules outside RULES (verdicts passed in by hand) in the order the decisions show them
+    for rule, count in con.sql("SELECT rule, count(*) FROM decisions GROUP BY rule "
+                               "ORDER BY min(doc_id)").fetchall():
+        if rule != SELECTED:
+            counts[rule] = count
     return counts
 
 
-# --- mixing ----------------------------------------------------------------------------------
+# --- token counts ----------------------------------------------------------------------------
 
 
-def phase_key(doc_id: str, phase: str, seed: int) -> int:
-    """The order in which a phase's pool takes its fractional occurrences: blake2b of
-    (`doc_id`, phase) keyed with the seed (the key convention of `curation.shards`)."""
-    message = doc_id.encode("utf-8") + b"\x00" + phase.encode("utf-8")
-    digest = hashlib.blake2b(message, key=str(seed).encode("ascii"), digest_size=8).digest()
-    return int.from_bytes(digest, "big")
-
-
-def _fill(tokens: np.ndarray, budget: float) -> np.ndarray:
-    """Which documents (in the given order) take one more occurrence for `budget` tokens: each
-    in turn while it fits the budget left (first fit), then at most one more if that ends
-    closer to the budget than stopping short."""
-    take = np.zeros(tokens.size, bool)
-    if budget <= 0 or tokens.size == 0:
-        return take
-    cumulative = np.cumsum(tokens)
-    prefix = int(np.searchsorted(cumulative, budget, side="right"))
-    take[:prefix] = True
-    left = budget - (cumulative[prefix - 1] if prefix else 0)
-    if prefix < tokens.size and left >= 1:
-        for position in (prefix + np.flatnonzero(tokens[prefix:] <= left)).tolist():
-            if tokens[position] <= left:
-                take[position] = True
-                left -= tokens[position]
-                if left < 1:
-                    break
-    if left > 0:
-        closer = np.flatnonzero(~take & (tokens < 2 * left))
-        if closer.size:
-            take[closer[0]] = True
-    return take
-
-
-@dataclass
-class _Pool:
-    rows: np.ndarray  # row indices into the selected table, sorted (doc_id order)
-    tokens: int
-    weight: float
-    share: float = 0.0
-    needed: float = 0.0  # epochs
-    planned: float = 0.0  # epochs after the cap
-    ran_out: bool = False
-    note: str | None = None
-
-
-@dataclass(frozen=True)
-class MixResult:
-    """What `mix[recipe]` writes and reports.
-
-    `occurrences`: one row per document occurrence (`OCCURRENCE_SCHEMA`, sorted by phase in
-    recipe order, doc_id, occurrence; `(doc_id, occurrence)` unique, occurrences numbered
-    across phases). `decisions`: one selection decision per candidate (`MIX_DECISION_SCHEMA`).
-    `funnel`: documents dropped per rule, in `RULES` order. `shares`: per phase and source
-    (`SHARE_SCHEMA`). `total_tokens`: the target `T` (the recipe's, or the largest within
-    `max_epochs`). `token_counts`: `exact` when every selected document was tokenized with the
-    recipe's tokenizer (EOS included), `bytes` for the flat `DEFAULT_BYTES_PER_TOKEN`
-    estimate. `bytes_per_token`: per source, the selected text's bytes over its tokens (what
-    the report uses to estimate the tokens of documents the mix did not tokenize)."""
-
-    recipe: str
-    seed: int
-    occurrences: pa.Table
-    decisions: pa.Table
-    funnel: dict[str, int]
-    shares: pa.Table
-    total_tokens: int
-    token_counts: Literal["exact", "bytes"]
-    bytes_per_token: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def candidates(self) -> int:
-        return self.decisions.num_rows
-
-    @property
-    def selected(self) -> int:
-        return int(pc.sum(self.decisions["kept"]).as_py() or 0)
-
-    @property
-    def achieved_tokens(self) -> int:
-        return int(pc.sum(self.occurrences["est_tokens"]).as_py() or 0)
+def _lengths(texts: pa.ChunkedArray | pa.Array, tokenizer: PinnedTokenizer,
+             batch: int) -> np.ndarray:
+    counts = [occurrence_lengths(texts.slice(start, batch).to_pylist(), tokenizer)
+              for start in range(0, len(texts), batch)]
+    return np.concatenate(counts) if counts else np.zeros(0, np.int64)
 
 
 def selected_texts(store: Store, selected: pa.Table) -> Iterator[pa.Table]:
@@ -589,11 +580,9 @@ def count_tokens(store: Store, selected: pa.Table, tokenizer: PinnedTokenizer,
     Streams one part of one partition at a time and keeps only the counts."""
     ids, counts = [], []
     for rows in selected_texts(store, selected):
-        texts = rows["text"].to_pylist()
-        for start in range(0, len(texts), batch):
-            counts.append(occurrence_lengths(texts[start:start + batch], tokenizer))
+        counts.append(_lengths(rows["text"], tokenizer, batch))
         ids.append(rows["doc_id"].cast(pa.string()))
-        del rows, texts
+        del rows
     table = pa.table({"doc_id": pa.chunked_array(ids, pa.string()),
                       "tokens": np.concatenate(counts) if counts else np.zeros(0, np.int64)})
     if table.num_rows != selected.num_rows:
@@ -602,49 +591,134 @@ def count_tokens(store: Store, selected: pa.Table, tokenizer: PinnedTokenizer,
     return table
 
 
-def _document_tokens(selected: pa.Table, token_counts: pa.Table | None) -> np.ndarray:
-    """Tokens per selected row: the exact counts, or bytes over `DEFAULT_BYTES_PER_TOKEN`."""
-    if token_counts is None:
-        sizes = _np(selected["text_bytes"], 0).astype(np.float64)
-        return np.maximum(1, np.rint(sizes / DEFAULT_BYTES_PER_TOKEN)).astype(np.int64)
-    position = pc.index_in(selected["doc_id"], value_set=token_counts["doc_id"])
-    if position.null_count:
-        raise MixInputError(f"token_counts has no count for {position.null_count} selected "
-                            "documents")
-    return _np(token_counts["tokens"])[_np(position)].astype(np.int64)
+def count_tokens_sql(con: Connection, store: Store, text_parts: Sequence[str],
+                     tokenizer: PinnedTokenizer, batch: int = TOKENIZE_BATCH) -> None:
+    """Table `token_counts` (`doc_id`, `tokens`) of every row of `chosen` (the selected
+    candidates, by `text_part`): tokens as `count_tokens`, reading each scrubbed part of
+    `text_parts` (keys by number) once, with only that part's texts and selected ids in
+    memory."""
+    con.execute("CREATE TABLE token_counts (doc_id VARCHAR, tokens BIGINT)")
+    for number, key in enumerate(text_parts):
+        wanted = con.sql("SELECT doc_id FROM chosen WHERE text_part = ?",
+                         params=[number]).to_arrow_table()["doc_id"]
+        if not len(wanted):
+            continue
+        rows = read_parquet(store, key, ["doc_id", "text"])
+        rows = rows.filter(pc.is_in(rows["doc_id"], value_set=wanted))
+        con.register("_counts", pa.table({"doc_id": rows["doc_id"].cast(pa.string()),
+                                          "tokens": _lengths(rows["text"], tokenizer, batch)}))
+        del rows
+        con.execute("INSERT INTO token_counts SELECT * FROM _counts")
+        con.unregister("_counts")
 
 
-def _bytes_per_token(selected: pa.Table, tokens: np.ndarray) -> dict[str, float]:
-    sources = _np(selected["source"])
-    sizes = _np(selected["text_bytes"], 0).astype(np.float64)
-    return {name: float(sizes[sources == name].sum() / max(1, tokens[sources == name].sum()))
-            for name in sorted(set(sources.tolist()))}
+# --- mixing ----------------------------------------------------------------------------------
 
 
-def _phase_pools(recipe: RecipeConfig, selected: pa.Table, tokens: np.ndarray
-                 ) -> list[dict[str, _Pool]]:
-    sources = _np(selected["source"])
-    scores = _np(selected["quality_score"], float("nan")).astype(np.float64)
-    languages = _codes(selected["language"])
-    names = sorted(set(sources.tolist()) | {s for p in recipe.phases for s in p.weights})
+def phase_key(doc_id: str, phase: str, seed: int | str) -> int:
+    """The order in which a phase's pool takes its fractional occurrences: blake2b of
+    (`doc_id`, phase) keyed with the seed (the key convention of `curation.shards`)."""
+    message = doc_id.encode("utf-8") + b"\x00" + phase.encode("utf-8")
+    digest = hashlib.blake2b(message, key=str(seed).encode("ascii"), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def _phase_keys(doc_ids: pa.Array, phases: pa.Array, seeds: pa.Array) -> pa.Array:
+    """`phase_key` of one DuckDB vector, for the SQL function `phase_key`."""
+    return pa.array([phase_key(*row) for row in zip(doc_ids.to_pylist(), phases.to_pylist(),
+                                                    seeds.to_pylist(), strict=True)],
+                    pa.uint64())
+
+
+def _stream(con: Connection, query: str, params: Sequence[Any]) -> Iterator[tuple]:
+    """The rows of `query`, one DuckDB batch in memory at a time, on a cursor of its own (so
+    the caller may stop early and go on with `con`)."""
+    cursor = con.cursor()
+    try:
+        for batch in cursor.sql(query, params=list(params)).to_arrow_reader(BATCH_ROWS):
+            yield from zip(*(column.to_pylist() for column in batch.columns), strict=True)
+    finally:
+        cursor.close()
+
+
+@dataclass
+class _Pool:
+    documents: int
+    tokens: int
+    largest: int  # tokens of its largest document
+    weight: float
+    share: float = 0.0
+    needed: float = 0.0  # epochs
+    planned: float = 0.0  # epochs after the cap
+    ran_out: bool = False
+    note: str | None = None
+
+
+def _fill(con: Connection, source: str, size: int, budget: float) -> tuple[int, list[int]]:
+    """Which documents of `source`'s pool in table `ordered` (positions `pos` from 1, in hash
+    order) take one more occurrence for `budget` tokens: each in turn while it fits the budget
+    left (first fit), then at most one more if that ends closer to the budget than stopping
+    short. Returns the length of the prefix taken whole and the later positions taken."""
+    if budget <= 0 or size == 0:
+        return 0, []
+    prefix, reached = con.execute(
+        "SELECT count(*), max(cum) FROM ordered WHERE source = ? AND cum <= ?",
+        [source, budget]).fetchall()[0]
+    left = budget - (int(reached) if prefix else 0)
+    taken = []
+    if prefix < size and left >= 1:
+        with closing(_stream(con, "SELECT pos, tokens FROM ordered WHERE source = ? AND "
+                             "pos > ? AND tokens <= ? ORDER BY pos", [source, prefix, left])
+                     ) as rows:
+            for position, tokens in rows:
+                if tokens <= left:
+                    taken.append(position)
+                    left -= tokens
+                    if left < 1:
+                        break
+    if left > 0:
+        con.register("_taken", pa.table({"pos": pa.array(taken, pa.int64())}))
+        closer = con.execute(
+            "SELECT min(pos) FROM ordered WHERE source = ? AND pos > ? AND tokens < ? "
+            "AND pos NOT IN (SELECT pos FROM _taken)", [source, prefix, 2 * left]).fetchall()[0][0]
+        con.unregister("_taken")
+        if closer is not None:
+            taken.append(closer)
+    return prefix, taken
+
+
+def _phase_pools(con: Connection, recipe: RecipeConfig) -> list[dict[str, _Pool]]:
+    """Table `pools` (`phase` number, `source`, `doc_id`, `tokens`): each phase's pool of each
+    source (web: its `quality_top_fraction` per language); their statistics by name."""
+    con.execute("CREATE TABLE pools (phase INTEGER, source VARCHAR, doc_id VARCHAR, "
+                "tokens BIGINT)")
+    present = {row[0] for row in con.sql("SELECT DISTINCT source FROM selected").fetchall()}
+    names = sorted(present | {s for p in recipe.phases for s in p.weights})
     phases = []
-    for phase in recipe.phases:
+    for index, phase in enumerate(recipe.phases):
+        rows = "selected"
+        if phase.quality_top_fraction is not None:
+            web = f"source = {literal(WEB_SOURCE)}"
+            _require_scores(con, f"SELECT partition, score FROM selected WHERE {web}",
+                            f"phases.{phase.name}.quality_top_fraction")
+            rows = (f"({_top_fraction('selected', web, phase.quality_top_fraction)}) "
+                    "WHERE NOT cut")
+        con.execute(f"INSERT INTO pools SELECT {index}, source, doc_id, tokens FROM {rows}")
+        stats = {row[0]: row[1:] for row in con.execute(
+            "SELECT source, count(*), sum(tokens), max(tokens) FROM pools WHERE phase = ? "
+            "GROUP BY source", [index]).fetchall()}
         pools = {}
         for name in names:
-            mask = sources == name
-            if name == WEB_SOURCE and phase.quality_top_fraction is not None:
-                _require_scores(selected, mask, scores,
-                                f"phases.{phase.name}.quality_top_fraction")
-                mask = _top_fraction(mask, scores, languages, phase.quality_top_fraction)
-            rows = np.flatnonzero(mask)
-            pool = _Pool(rows, int(tokens[rows].sum()), float(phase.weights.get(name, 0.0)))
+            documents, tokens, largest = stats.get(name, (0, 0, 0))
+            pool = _Pool(int(documents), int(tokens), int(largest),
+                         float(phase.weights.get(name, 0.0)))
             if pool.weight > 0 and pool.tokens == 0:
                 pool.ran_out, pool.note = True, "no selected documents"
             pools[name] = pool
-        present = sum(p.weight for p in pools.values() if p.weight > 0 and p.tokens > 0)
+        present_weight = sum(p.weight for p in pools.values() if p.weight > 0 and p.tokens > 0)
         for pool in pools.values():
             if pool.weight > 0 and pool.tokens > 0:
-                pool.share = pool.weight / present
+                pool.share = pool.weight / present_weight
         phases.append(pools)
     return phases
 
@@ -683,117 +757,272 @@ def _plan(recipe: RecipeConfig, phases: list[dict[str, _Pool]]) -> int:
     return total
 
 
-def mix_candidates(candidates: pa.Table, recipe: RecipeConfig, *,
-                   token_counts: pa.Table | None = None,
-                   curated_sources: Collection[str] = ()) -> MixResult:
-    """Selection (`select_documents`) and mixing (`mix_selected`) of `gather_candidates` rows
-    under `recipe`."""
-    decisions = select_documents(candidates, recipe, curated_sources)
-    return mix_selected(candidates, decisions, recipe, token_counts=token_counts)
+def _repeat(con: Connection, recipe: RecipeConfig, index: int,
+            pools: Mapping[str, _Pool]) -> None:
+    """Adds phase `index`'s occurrence counts to table `counts`: every document of a planned
+    pool its whole epochs, plus one where the fill (`_fill`, in `phase_key` order) takes it."""
+    planned = {name: pool for name, pool in pools.items() if pool.planned > 0}
+    if not planned:
+        return
+    phase = recipe.phases[index]
+    con.execute(f"""
+        CREATE OR REPLACE TABLE ordered AS
+        SELECT source, doc_id, tokens, row_number() OVER w AS pos, sum(tokens) OVER w AS cum
+        FROM (SELECT source, doc_id, tokens,
+                     phase_key(doc_id, {literal(phase.name)}, {literal(str(recipe.seed))}) AS key
+              FROM pools WHERE phase = {index} AND {_in("source", planned)})
+        WINDOW w AS (PARTITION BY source ORDER BY key, doc_id ROWS UNBOUNDED PRECEDING)""")
+    con.execute("CREATE OR REPLACE TABLE extra (doc_id VARCHAR)")
+    wholes = []
+    for name, pool in planned.items():
+        whole = int(math.floor(pool.planned + 1e-9))
+        wholes.append((name, whole))
+        budget = pool.planned * pool.tokens - whole * pool.tokens
+        prefix, taken = _fill(con, name, pool.documents, budget)
+        con.register("_taken", pa.table({"pos": pa.array(taken, pa.int64())}))
+        con.execute("INSERT INTO extra SELECT doc_id FROM ordered WHERE source = ? AND "
+                    "(pos <= ? OR pos IN (SELECT pos FROM _taken))", [name, prefix])
+        con.unregister("_taken")
+    con.register("_wholes", pa.table({"source": [n for n, _ in wholes],
+                                      "whole": pa.array([w for _, w in wholes], pa.int64())}))
+    con.execute(f"""
+        INSERT INTO counts
+        SELECT * FROM (
+            SELECT {index} AS phase, p.doc_id, w.whole + (e.doc_id IS NOT NULL)::BIGINT AS count
+            FROM pools p JOIN _wholes w ON w.source = p.source
+                 LEFT JOIN extra e ON e.doc_id = p.doc_id
+            WHERE p.phase = {index})
+        WHERE count > 0""")
+    con.unregister("_wholes")
+    con.execute("DROP TABLE ordered")
+    con.execute("DROP TABLE extra")
 
 
-def mix_selected(candidates: pa.Table, decisions: pa.Table, recipe: RecipeConfig, *,
-                 token_counts: pa.Table | None = None) -> MixResult:
-    """Mixing of the selected candidates (see the module docstring). `token_counts` (`doc_id`,
-    `tokens`: `count_tokens`) gives every selected document's exact tokens; None estimates
-    them from bytes (`DEFAULT_BYTES_PER_TOKEN`)."""
-    table = _sorted(candidates)
-    selected = table.filter(decisions["kept"])
-    tokens = _document_tokens(selected, token_counts)
-    doc_ids = _np(selected["doc_id"])
-    phases = _phase_pools(recipe, selected, tokens)
+@dataclass(frozen=True)
+class MixRun:
+    """A mix computed in a DuckDB session (`run_mix`, `mix_sql`): what is per phase and source
+    or per recipe here, the per-document results in the session (`decision_rows`,
+    `occurrence_rows`). Fields as `MixResult`'s; `candidates` and `selected` count
+    documents, `achieved_tokens` the tokens of every occurrence."""
+
+    recipe: str
+    seed: int
+    funnel: dict[str, int]
+    shares: pa.Table
+    total_tokens: int
+    token_counts: Literal["exact", "bytes"]
+    bytes_per_token: dict[str, float]
+    candidates: int
+    selected: int
+    achieved_tokens: int
+
+
+def choose_sql(con: Connection) -> None:
+    """Table `chosen`: the selected rows of `candidates`, by the scrubbed part holding their
+    text (what `count_tokens_sql` reads part by part)."""
+    con.execute("""
+        CREATE TABLE chosen AS
+        SELECT c.doc_id, c.partition, c.source, c.licence, c.language, c.text_bytes, c.text_part,
+               CASE WHEN isnan(c.quality_score) THEN NULL ELSE c.quality_score END AS score
+        FROM candidates c JOIN decisions d ON d.doc_id = c.doc_id AND d.kept
+        ORDER BY c.text_part""")
+
+
+def mix_sql(con: Connection, recipe: RecipeConfig, exact: bool) -> MixRun:
+    """Mixing (see the module docstring) of the rows of `chosen`, with the exact tokens of
+    table `token_counts` (`doc_id`, `tokens`) when `exact`, else bytes over
+    `DEFAULT_BYTES_PER_TOKEN`. Leaves tables `selected` (with tokens), `pools` and `counts`
+    (`phase` number, `doc_id`, occurrences) in the session."""
+    if exact:
+        con.execute("CREATE TABLE selected AS SELECT c.*, t.tokens FROM chosen c "
+                    "LEFT JOIN token_counts t ON t.doc_id = c.doc_id")
+        missing = scalar(con, "SELECT count(*) FROM selected WHERE tokens IS NULL")
+        if missing:
+            raise MixInputError(f"token_counts has no count for {missing} selected documents")
+    else:
+        con.execute(f"""
+            CREATE TABLE selected AS SELECT *, greatest(1, round_even(
+                coalesce(text_bytes, 0) / {DEFAULT_BYTES_PER_TOKEN!r}::DOUBLE, 0))::BIGINT AS tokens
+            FROM chosen""")
+    con.create_function("phase_key", _phase_keys, ["VARCHAR", "VARCHAR", "VARCHAR"],
+                        "UBIGINT", type="arrow")
+    phases = _phase_pools(con, recipe)
     total = _plan(recipe, phases)
-
-    rows_out, phase_out, share_rows = [], [], []
+    con.execute("CREATE TABLE counts (phase INTEGER, doc_id VARCHAR, count BIGINT)")
+    for index, pools in enumerate(phases):
+        _repeat(con, recipe, index, pools)
+    drawn = {(phase, source): (int(tokens), int(occurrences)) for phase, source, tokens,
+             occurrences in con.sql(
+                 "SELECT c.phase, p.source, sum(c.count * p.tokens), sum(c.count) FROM counts c "
+                 "JOIN pools p ON p.phase = c.phase AND p.doc_id = c.doc_id GROUP BY ALL"
+             ).fetchall()}
+    share_rows = []
     for index, (phase, pools) in enumerate(zip(recipe.phases, phases, strict=True)):
-        phase_rows = []
+        rows = []
         for name in sorted(pools):
             pool = pools[name]
-            counts = np.zeros(pool.rows.size, np.int64)
-            if pool.planned > 0:
-                whole = int(math.floor(pool.planned + 1e-9))
-                counts += whole
-                keys = np.array([phase_key(d, phase.name, recipe.seed)
-                                 for d in doc_ids[pool.rows].tolist()], np.uint64)
-                order = np.lexsort((np.arange(pool.rows.size), keys))
-                budget = pool.planned * pool.tokens - whole * pool.tokens
-                extra = _fill(tokens[pool.rows][order], budget)
-                counts[order[extra]] += 1
-            repeated = np.repeat(pool.rows, counts)
-            phase_rows.append(repeated)
-            achieved = int(tokens[repeated].sum())
-            share_rows.append({
+            achieved, occurrences = drawn.get((index, name), (0, 0))
+            rows.append({
                 "phase": phase.name, "source": name, "weight": pool.weight,
                 "target_share": pool.share,
                 "target_tokens": int(round(total * phase.fraction * pool.share)),
                 "achieved_tokens": achieved, "achieved_share": 0.0,
-                "available_tokens": pool.tokens, "documents": int(pool.rows.size),
-                "occurrences": int(repeated.size), "needed_epochs": pool.needed,
+                "available_tokens": pool.tokens, "documents": pool.documents,
+                "occurrences": occurrences, "needed_epochs": pool.needed,
                 "epochs": achieved / pool.tokens if pool.tokens else 0.0,
                 "ran_out": pool.ran_out, "note": pool.note,
-                "largest_document_tokens": int(tokens[pool.rows].max()) if pool.rows.size
-                else 0})
-        merged = np.concatenate(phase_rows) if phase_rows else np.zeros(0, np.int64)
-        rows_out.append(np.sort(merged, kind="stable"))
-        phase_out.append(np.full(merged.size, index, np.int64))
-        phase_total = sum(r["achieved_tokens"] for r in share_rows if r["phase"] == phase.name)
-        for row in share_rows:
-            if row["phase"] == phase.name and phase_total:
+                "largest_document_tokens": pool.largest})
+        phase_total = sum(row["achieved_tokens"] for row in rows)
+        for row in rows:
+            if phase_total:
                 row["achieved_share"] = row["achieved_tokens"] / phase_total
-
-    occurrences = _occurrences(selected, recipe, tokens, rows_out, phase_out)
-    shares = pa.Table.from_pylist(share_rows, SHARE_SCHEMA)
-    decisions = _with_tokens(decisions, tokens)
-    return MixResult(recipe.name, recipe.seed, occurrences, decisions, funnel(decisions),
-                     shares, total, "bytes" if token_counts is None else "exact",
-                     _bytes_per_token(selected, tokens))
-
-
-def _with_tokens(decisions: pa.Table, tokens: np.ndarray) -> pa.Table:
-    """The decisions with each selected document's tokens (selected rows in doc_id order, as
-    `tokens`)."""
-    kept = _np(decisions["kept"]).astype(bool)
-    column = np.zeros(decisions.num_rows, np.int64)
-    column[kept] = tokens
-    index = decisions.schema.get_field_index("tokens")
-    return decisions.set_column(index, "tokens", pa.array(column, pa.int64(), mask=~kept))
+        share_rows += rows
+    con.execute("CREATE TABLE phase_names (phase INTEGER, name VARCHAR)")
+    con.executemany("INSERT INTO phase_names VALUES (?, ?)",
+                    [[index, phase.name] for index, phase in enumerate(recipe.phases)])
+    bytes_per_token = {name: float(size or 0) / max(1, int(tokens)) for name, size, tokens in
+                       con.sql("SELECT source, sum(text_bytes), sum(tokens) FROM selected "
+                               "GROUP BY source ORDER BY source").fetchall()}
+    return MixRun(recipe.name, recipe.seed, _funnel(con), pa.Table.from_pylist(
+        share_rows, SHARE_SCHEMA), total, "exact" if exact else "bytes", bytes_per_token,
+        scalar(con, "SELECT count(*) FROM decisions"),
+        scalar(con, "SELECT count(*) FROM decisions WHERE kept"),
+        sum(row["achieved_tokens"] for row in share_rows))
 
 
-def _occurrences(selected: pa.Table, recipe: RecipeConfig, tokens: np.ndarray,
-                 rows_out: list[np.ndarray], phase_out: list[np.ndarray]) -> pa.Table:
-    """Occurrence rows sorted by phase, doc_id (row order), occurrence; a document's
-    occurrences are numbered across phases in recipe order."""
-    rows = np.concatenate(rows_out) if rows_out else np.zeros(0, np.int64)
-    phase_index = np.concatenate(phase_out) if phase_out else np.zeros(0, np.int64)
-    # rows are in (phase, row) order: the rank of each among its document's rows, in that order
-    by_doc = np.argsort(rows, kind="stable")
-    starts, sizes = _group_starts(rows[by_doc])
-    occurrence = np.empty(rows.size, np.int64)
-    occurrence[by_doc] = np.arange(rows.size) - np.repeat(starts, sizes)
-    picked = pa.array(rows, pa.int64())
-    names = np.array([phase.name for phase in recipe.phases], dtype=object)
-    return pa.table({
-        "doc_id": pc.take(selected["doc_id"], picked),
-        "partition": pc.take(selected["partition"], picked),
-        "source": pc.take(selected["source"], picked),
-        "licence": pc.take(selected["licence"], picked),
-        "phase": pa.array(names[phase_index].tolist(), pa.string()),
-        "occurrence": pa.array(occurrence, pa.int64()),
-        "est_tokens": pa.array(tokens[rows], pa.int64()),
-    }, schema=OCCURRENCE_SCHEMA)
+def occurrence_rows(removed: str | None = None) -> str:
+    """SQL: one row per document occurrence (`OCCURRENCE_SCHEMA`) once `mix_sql` ran, sorted
+    by phase in recipe order, doc_id, occurrence; a document's occurrences are numbered
+    across phases in recipe order. Without the documents of table `removed` (`doc_id`)."""
+    gone = "" if removed is None else f"WHERE c.doc_id NOT IN (SELECT doc_id FROM {removed})"
+    return f"""
+        SELECT s.doc_id, s.partition, s.source, s.licence, n.name AS phase,
+               c.first + c.k AS occurrence, s.tokens AS est_tokens
+        FROM (SELECT phase, doc_id, first, unnest(range(count)) AS k
+              FROM (SELECT *, coalesce(sum(count) OVER (
+                        PARTITION BY doc_id ORDER BY phase
+                        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS first
+                    FROM counts)) c
+             JOIN selected s ON s.doc_id = c.doc_id JOIN phase_names n ON n.phase = c.phase
+        {gone}
+        ORDER BY c.phase, c.doc_id, occurrence"""
+
+
+def drawn(con: Connection, documents: str) -> tuple[int, int]:
+    """Occurrences and tokens the mix in `con` gives the documents of table `documents`
+    (`doc_id`)."""
+    occurrences, tokens = con.execute(
+        "SELECT sum(c.count), sum(c.count * s.tokens) FROM counts c JOIN selected s "
+        f"ON s.doc_id = c.doc_id WHERE c.doc_id IN (SELECT doc_id FROM {documents})"
+    ).fetchall()[0]
+    return int(occurrences or 0), int(tokens or 0)
+
+
+def run_mix(con: Connection, store: Store, recipe: RecipeConfig, *,
+            tokenizer: PinnedTokenizer | None = None, curated_sources: Collection[str] = (),
+            verdicts: Sequence[str] = SELECTION_VERDICTS,
+            budget: MemoryBudget | None = None) -> MixRun:
+    """`load_candidates` over the recipe's partitions, `select_sql`, the selected documents'
+    exact tokens (`count_tokens_sql`, when a tokenizer is given), then `mix_sql`, in `con`
+    (a session under `budget`, None: the current one)."""
+    text_parts = load_candidates(con, store, recipe.partition_keys(), curated_sources,
+                                 verdicts, budget)
+    select_sql(con, recipe, curated_sources)
+    choose_sql(con)
+    if tokenizer is not None:
+        count_tokens_sql(con, store, text_parts, tokenizer)
+    return mix_sql(con, recipe, exact=tokenizer is not None)
+
+
+@dataclass(frozen=True)
+class MixResult:
+    """What `mix[recipe]` writes and reports, in memory (for tests and small inputs).
+
+    `occurrences`: one row per document occurrence (`OCCURRENCE_SCHEMA`, sorted by phase in
+    recipe order, doc_id, occurrence; `(doc_id, occurrence)` unique, occurrences numbered
+    across phases). `decisions`: one selection decision per candidate (`MIX_DECISION_SCHEMA`).
+    `funnel`: documents dropped per rule, in `RULES` order. `shares`: per phase and source
+    (`SHARE_SCHEMA`). `total_tokens`: the target `T` (the recipe's, or the largest within
+    `max_epochs`). `token_counts`: `exact` when every selected document was tokenized with the
+    recipe's tokenizer (EOS included), `bytes` for the flat `DEFAULT_BYTES_PER_TOKEN`
+    estimate. `bytes_per_token`: per source, the selected text's bytes over its tokens (what
+    the report uses to estimate the tokens of documents the mix did not tokenize)."""
+
+    recipe: str
+    seed: int
+    occurrences: pa.Table
+    decisions: pa.Table
+    funnel: dict[str, int]
+    shares: pa.Table
+    total_tokens: int
+    token_counts: Literal["exact", "bytes"]
+    bytes_per_token: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def candidates(self) -> int:
+        return self.decisions.num_rows
+
+    @property
+    def selected(self) -> int:
+        return int(pc.sum(self.decisions["kept"]).as_py() or 0)
+
+    @property
+    def achieved_tokens(self) -> int:
+        return int(pc.sum(self.occurrences["est_tokens"]).as_py() or 0)
+
+
+def _result(con: Connection, run: MixRun) -> MixResult:
+    return MixResult(run.recipe, run.seed, _fetch(con, occurrence_rows(), OCCURRENCE_SCHEMA),
+                     _fetch(con, decision_rows(run.recipe), MIX_DECISION_SCHEMA), run.funnel,
+                     run.shares, run.total_tokens, run.token_counts, run.bytes_per_token)
+
+
+def mix_candidates(candidates: pa.Table, recipe: RecipeConfig, *,
+                   token_counts: pa.Table | None = None,
+                   curated_sources: Collection[str] = ()) -> MixResult:
+    """Selection (`select_sql`) and mixing (`mix_sql`) of `gather_candidates` rows under
+    `recipe`, in memory."""
+    with duckdb_session() as con:
+        _put_candidates(con, candidates)
+        select_sql(con, recipe, curated_sources)
+        return _mix_put(con, recipe, token_counts)
+
+
+def mix_selected(candidates: pa.Table, decisions: pa.Table, recipe: RecipeConfig, *,
+                 token_counts: pa.Table | None = None) -> MixResult:
+    """Mixing of the candidates `decisions` keeps (see the module docstring), in memory.
+    `token_counts` (`doc_id`, `tokens`: `count_tokens`) gives every selected document's exact
+    tokens; None estimates them from bytes (`DEFAULT_BYTES_PER_TOKEN`)."""
+    with duckdb_session() as con:
+        _put_candidates(con, candidates)
+        con.register("_decisions", decisions)
+        con.execute("CREATE TABLE decisions AS SELECT doc_id, partition, rule, kept, kept_doc_id "
+                    "FROM _decisions")
+        con.unregister("_decisions")
+        return _mix_put(con, recipe, token_counts)
+
+
+def _mix_put(con: Connection, recipe: RecipeConfig, token_counts: pa.Table | None) -> MixResult:
+    choose_sql(con)
+    if token_counts is not None:
+        con.register("_token_counts", token_counts)
+        con.execute("CREATE TABLE token_counts AS SELECT CAST(doc_id AS VARCHAR) AS doc_id, "
+                    "CAST(tokens AS BIGINT) AS tokens FROM _token_counts")
+        con.unregister("_token_counts")
+    return _result(con, mix_sql(con, recipe, exact=token_counts is not None))
 
 
 def build_mix(store: Store, recipe: RecipeConfig, *,
               tokenizer: PinnedTokenizer | None = None,
-              curated_sources: Collection[str] = ()) -> MixResult:
-    """`gather_candidates` over the recipe's partitions, `select_documents`, the selected
-    documents' exact tokens (`count_tokens`, when a tokenizer is given), then `mix_selected`."""
-    candidates = gather_candidates(store, recipe.partition_keys(), curated_sources)
-    decisions = select_documents(candidates, recipe, curated_sources)
-    counts = None
-    if tokenizer is not None:
-        counts = count_tokens(store, _sorted(candidates).filter(decisions["kept"]), tokenizer)
-    return mix_selected(candidates, decisions, recipe, token_counts=counts)
+              curated_sources: Collection[str] = (),
+              verdicts: Sequence[str] = SELECTION_VERDICTS,
+              budget: MemoryBudget | None = None) -> MixResult:
+    """`run_mix` in a session under `budget` (None: the current one), its results fetched
+    into memory."""
+    with duckdb_session(budget.duckdb() if budget else None) as con:
+        return _result(con, run_mix(con, store, recipe, tokenizer=tokenizer,
+                                    curated_sources=curated_sources, verdicts=verdicts,
+                                    budget=budget))
 
 
 # --- checks ----------------------------------------------------------------------------------

@@ -11,11 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
-from curation.storage import Store, parquet_bytes, read_parquet
+from curation.storage import Store, file_sha256, parquet_bytes, read_parquet
 
 # A run's lock on the partition it writes (`curation.tasks.PartitionLock`): clearing the
 # partition for a new version keeps it.
@@ -104,12 +106,18 @@ class PartitionLayout:
     def marker_key(self, index: int) -> str:
         return f"{self.prefix}/_tasks/task-{index:05d}.json"
 
-    def write_part(self, index: int, table: pa.Table) -> PartFile:
+    def write_part(self, index: int, table: pa.Table | Path) -> PartFile:
         return self.write_table("part", index, table)
 
-    def write_table(self, name: str, index: int, table: pa.Table) -> PartFile:
-        data = parquet_bytes(table)
+    def write_table(self, name: str, index: int, table: pa.Table | Path) -> PartFile:
+        """`table`, or a local Parquet file (`write_parquet_file`, for tables larger than
+        memory: uploaded by streaming, hashed a chunk at a time)."""
         key = self.table_key(name, index)
+        if isinstance(table, Path):
+            rows = pq.read_metadata(table).num_rows
+            self.store.write_file(key, table)
+            return PartFile(key, rows, table.stat().st_size, file_sha256(table))
+        data = parquet_bytes(table)
         self.store.write_bytes(key, data)
         return PartFile(key, table.num_rows, len(data), hashlib.sha256(data).hexdigest())
 

@@ -36,26 +36,39 @@ Sample documents (a few per stage, truncated): kept ones show the scrubbed text;
 extracted text with PII replaced by placeholders (`curation.pii.scrub_text`). They are copies of
 text, so a taken-down document (the mix's `takedown` rule or the current tombstones) is never
 sampled, and a takedown purge rewrites the stored reports (`rewrite_stored_report`).
+
+Memory is bounded by the budget (`curation.duck`), not by the number of documents: one DuckDB
+session (memory limit, spill folder and threads from the budget) groups each partition's
+stored parts (read by path from a local store, part by part otherwise) and the mix's
+decisions by doc_id into one row per document, and the report reads those rows
+`BATCH_ROWS` at a time, one partition after the other. What it keeps between batches
+(`_Figures`) is sums per stage, reason, language and quality bin, and the first few sample
+candidates in sample-rank order; cluster sizes are counted in DuckDB; the sampled texts are
+read one stored part at a time. DuckDB needs about 100 MB for partitions of 50,000
+documents at two threads (a 64 MB limit may stop with `BudgetTooSmallError`).
 """
 
 from __future__ import annotations
 
 import base64
+import heapq
 import html
 import io
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import duckdb
 import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.config import RecipeConfig
+from curation.duck import duckdb_session, ident, literal, register_parts, scalar
 from curation.graph import (
     ALL,
     CROSS_DEDUP,
@@ -128,23 +141,14 @@ def _manifest(store: Store, asset: str, partition: str):  # noqa: ANN202 - a Man
 
 
 def _parts(store: Store, asset: str, partition: str, columns: Sequence[str],
-           name: str = "part", required: bool = True) -> Iterable[pa.Table]:
+           name: str = "part") -> Iterable[pa.Table]:
     """The given columns of a partition's table, one part at a time."""
-    layout = PartitionLayout(store, asset, partition)
-    manifest = layout.read_manifest() if not required else _manifest(store, asset, partition)
-    if manifest is None:
-        return
-    for part in manifest.table_parts(name):
+    for part in _manifest(store, asset, partition).table_parts(name):
         yield read_parquet(store, part.key, list(columns))
 
 
-def _table(store: Store, asset: str, partition: str, schema: pa.Schema, name: str = "part",
-           required: bool = True) -> pa.Table:
-    tables = [t.cast(schema) for t in _parts(store, asset, partition, schema.names, name,
-                                              required)]
-    return pa.concat_tables(tables) if tables else schema.empty_table()
-
-
+_DOCUMENTS = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("text", pa.string())])
+_TEXT = pa.schema([("doc_id", pa.string()), ("text", pa.string())])
 _LANGUAGE = pa.schema([("doc_id", pa.string()), ("language", pa.string())])
 _QUALITY = pa.schema([("doc_id", pa.string()), ("quality_score", pa.float64())])
 _DECISIONS = pa.schema([("doc_id", pa.string()), ("verdict", pa.string()),
@@ -152,85 +156,119 @@ _DECISIONS = pa.schema([("doc_id", pa.string()), ("verdict", pa.string()),
 _MIX = pa.schema([("doc_id", pa.string()), ("partition", pa.string()), ("rule", pa.string()),
                   ("tokens", pa.int64())])
 _CLUSTERS = pa.schema([("doc_id", pa.string()), ("cluster_id", pa.string())])
+_RATES = pa.schema([("source", pa.string()), ("rate", pa.float64())])
+# Rows of a partition's frame handled at once: the Python side holds one such batch.
+BATCH_ROWS = 1 << 16
 
 
-def _drops(decisions: pa.Table, column: str) -> pa.Table:
-    """doc_id and the first (smallest) reason of its `drop` decisions, one row per document."""
-    drops = decisions.filter(pc.equal(decisions["verdict"], "drop"))
-    grouped = drops.group_by("doc_id").aggregate([("reason", "min")])
-    return grouped.select(["doc_id", "reason_min"]).rename_columns(["doc_id", column])
+def _view(con: duckdb.DuckDBPyConnection, name: str, store: Store, asset: str, partition: str,
+          schema: pa.Schema, table: str = "part", required: bool = True) -> str:
+    """Registers every part of a partition's `table` (no manifest and not `required`: none)
+    as `name` in the session; returns the name."""
+    manifest = _manifest(store, asset, partition) if required else \
+        PartitionLayout(store, asset, partition).read_manifest()
+    keys = [part.key for part in manifest.table_parts(table)] if manifest else []
+    register_parts(con, name, store, keys, schema.names, schema)
+    return name
 
 
-def _text_bytes(store: Store, asset: str, partition: str, columns: Sequence[str],
-                column: str) -> pa.Table:
-    """`columns` and the UTF-8 byte length of `text` as `column`, one part's texts at a time."""
-    tables = []
-    for table in _parts(store, asset, partition, [*columns, "text"]):
-        sizes = pc.fill_null(pc.binary_length(table["text"]), 0).cast(pa.int64())
-        tables.append(table.select(list(columns)).append_column(column, sizes))
-    if tables:
-        return pa.concat_tables(tables)
-    return pa.schema([*((c, pa.string()) for c in columns), (column, pa.int64())]).empty_table()
+def _estimate(size: str) -> str:
+    """The mix's token estimate in SQL: bytes over the source's bytes per token (`r.rate`),
+    rounded half to even as numpy's rint, at least 1 per document."""
+    return (f"CAST(greatest(1, round_even(coalesce({size}, 0) / "
+            f"coalesce(r.rate, {DEFAULT_BYTES_PER_TOKEN}), 0)) AS BIGINT)")
 
 
-def _estimate(sizes: pa.ChunkedArray, rates: np.ndarray) -> np.ndarray:
-    """The mix's token estimate: bytes over bytes per token, at least 1 per document."""
-    size = pc.fill_null(sizes, 0).to_numpy(zero_copy_only=False).astype(np.float64)
-    return np.maximum(1, np.rint(size / rates)).astype(np.int64) if size.size \
-        else np.zeros(0, np.int64)
-
-
-def _join(left: pa.Table, right: pa.Table) -> pa.Table:
-    return left.join(right, "doc_id", join_type="left outer")
-
-
-def _frame(store: Store, partition: str, mix: pa.Table, cross: pa.Table,
-           bytes_per_token: dict[str, float]) -> pa.Table:
+def _frame_query(con: duckdb.DuckDBPyConnection, store: Store, index: int,
+                 partition: str) -> tuple[str, pa.Array]:
     """One row per document of the partition: source, language, score, the estimated tokens
     of the extracted (`tokens`) and of the scrubbed text (`final_tokens`: exact for the
-    documents the mix selected), the reason each
-    pipeline stage flags it (null: not flagged) and the mix's rule; sorted by doc_id."""
-    table = _text_bytes(store, DOCUMENTS, partition, ["doc_id", "source"], "text_bytes")
-    table = table.cast(pa.schema([("doc_id", pa.string()), ("source", pa.string()),
-                                  ("text_bytes", pa.int64())]))
-    n = table.num_rows
-    table = _join(table, _table(store, LANGUAGE, partition, _LANGUAGE))
-    table = _join(table, _table(store, QUALITY_SCORES, partition, _QUALITY, required=False))
-    table = _join(table, _text_bytes(store, SCRUBBED, partition, ["doc_id"], "final_bytes")
-                  .cast(pa.schema([("doc_id", pa.string()), ("final_bytes", pa.int64())])))
-    for stage, asset in PIPELINE_STAGES:
+    documents the mix selected), the reason each pipeline stage flags it (null: not flagged),
+    the mix's rule and `copies` (above 1: a doc_id occurs twice in an input); the string
+    columns come numbered: decode them with `_decode` and the returned strings.
+
+    A query, not a table, and one grouping rather than a join per input: every input's rows
+    go into one long relation (doc_id, input number, a string, an integer, a float) grouped
+    by doc_id, a single hash aggregate that DuckDB spills beyond its memory limit; the caller
+    streams the result."""
+    prefix = f"p{index}_"
+    mix = f"(SELECT * FROM mix WHERE partition = {literal(partition)})"
+    inputs = [  # (relation, string, integer, float); the input's number is its position
+        (f"{prefix}{DOCUMENTS}", "source", "strlen(text)", "NULL"),
+        (_view(con, f"{prefix}{LANGUAGE}", store, LANGUAGE, partition, _LANGUAGE), "language",
+         "NULL", "NULL"),
+        (_view(con, f"{prefix}quality", store, QUALITY_SCORES, partition, _QUALITY,
+               required=False), "NULL", "NULL", "quality_score"),
+        (_view(con, f"{prefix}{SCRUBBED}", store, SCRUBBED, partition, _TEXT), "NULL",
+         "strlen(text)", "NULL"),
+        (mix, "rule", "tokens", "NULL"),
+    ]
+    for _, asset in PIPELINE_STAGES:
         if asset == CROSS_ASSET:
-            drops = cross
+            source = "(SELECT doc_id, flag AS reason FROM cross_drops)"
         else:
-            decisions = _table(store, asset, partition, _DECISIONS, name="decisions")
-            if asset == SCRUBBED:
-                decisions = decisions.filter(pc.equal(decisions["reason"], "empty_after_edits"))
-            drops = _drops(decisions, f"flag.{stage}")
-        table = _join(table, drops.rename_columns(["doc_id", f"flag.{stage}"]))
-    rules = mix.filter(pc.equal(mix["partition"], partition)).select(
-        ["doc_id", "rule", "tokens"]).rename_columns(["doc_id", "rule", "exact_tokens"])
-    unknown = set(pc.unique(rules["rule"]).to_pylist()) - {SELECTED, *(
-        stage.removeprefix(SELECTION_PREFIX) for stage in SELECTION_STAGES)}
-    if unknown:
-        raise ReportError(f"the mix's decisions for {partition} name rules the report does not "
-                          "know: "
-                          f"{sorted(unknown)}; teach curation.report.SELECTION_STAGES them")
-    table = _join(table, rules).sort_by("doc_id")
-    if table.num_rows != n:
-        raise ReportError(f"documents[{partition}]: a doc_id occurs twice in an annotation")
-    missing = table["rule"].null_count
-    if missing:
-        raise ReportError(f"mix has no decision for {missing} of the {n} documents of "
-                          f"{partition}: the mix is stale; re-materialize it")
-    if rules.num_rows != n:
-        raise ReportError(f"mix has {rules.num_rows} decisions for {partition}, which has {n} "
-                          "documents: the mix is stale; re-materialize it")
-    rates = np.array([bytes_per_token.get(s, DEFAULT_BYTES_PER_TOKEN)
-                      for s in table["source"].to_pylist()], np.float64)
-    # The mix counted the selected documents' tokens exactly; the others are estimated.
-    final = pc.coalesce(table["exact_tokens"], pa.array(_estimate(table["final_bytes"], rates)))
-    return (table.append_column("tokens", pa.array(_estimate(table["text_bytes"], rates)))
-            .append_column("final_tokens", final).drop_columns(["exact_tokens"]))
+            view = _view(con, f"{prefix}{asset}_decisions", store, asset, partition, _DECISIONS,
+                         "decisions")
+            only = " AND reason = 'empty_after_edits'" if asset == SCRUBBED else ""
+            source = f"(SELECT * FROM {view} WHERE verdict = 'drop'{only})"
+        inputs.append((source, "reason", "NULL", "NULL"))
+    con.execute(f"CREATE OR REPLACE VIEW {prefix}rows AS " + " UNION ALL ".join(
+        f"SELECT doc_id, {number} AS k, CAST({string} AS VARCHAR) AS s, "
+        f"CAST({integer} AS BIGINT) AS n, CAST({real} AS DOUBLE) AS x FROM {relation}"
+        for number, (relation, string, integer, real) in enumerate(inputs)))
+    # Aggregates over strings keep their states outside what DuckDB can spill, so the
+    # strings (sources, languages, rules, reasons: a few distinct values) are numbered in
+    # their sort order and grouped as numbers; `min` of the numbers is the smallest string.
+    con.execute(f"CREATE OR REPLACE TABLE {prefix}strings AS SELECT s, CAST(row_number() "
+                f"OVER (ORDER BY s) - 1 AS INTEGER) AS code FROM (SELECT DISTINCT s FROM "
+                f"{prefix}rows WHERE s IS NOT NULL)")
+    strings = con.sql(f"SELECT s FROM {prefix}strings ORDER BY code").to_arrow_table()["s"]
+
+    def first(column: str, number: int) -> str:
+        return f"any_value({column}) FILTER (WHERE k = {number})"
+
+    # the first (smallest) reason of a document's `drop` decisions, per stage
+    flags = ", ".join(f"min(code) FILTER (WHERE k = {number}) AS {ident('flag.' + stage)}"
+                      for number, (stage, _) in enumerate(PIPELINE_STAGES, 5))
+    copies = ", ".join(f"count(*) FILTER (WHERE k = {number})" for number in range(5))
+    query = f"""
+        SELECT g.doc_id, g.source, g.language, g.quality_score,
+               {", ".join(ident("flag." + stage) for stage, _ in PIPELINE_STAGES)}, g.rule,
+               {_estimate("g.text_bytes")} AS tokens,
+               coalesce(g.exact_tokens, {_estimate("g.final_bytes")}) AS final_tokens, g.copies
+        FROM (SELECT doc_id, {first("code", 0)} AS source, {first("n", 0)} AS text_bytes,
+                     {first("code", 1)} AS language, {first("x", 2)} AS quality_score,
+                     {first("n", 3)} AS final_bytes, {first("code", 4)} AS rule,
+                     {first("n", 4)} AS exact_tokens, {flags},
+                     greatest({copies}) AS copies
+              FROM {prefix}rows LEFT JOIN {prefix}strings USING (s)
+              GROUP BY doc_id HAVING count(*) FILTER (WHERE k = 0) > 0) g
+        LEFT JOIN (SELECT code, rate FROM rates JOIN {prefix}strings ON s = rates.source) r
+               ON r.code = g.source"""
+    return query, strings.combine_chunks() if strings.num_chunks else pa.array([], pa.string())
+
+
+def _decode(frame: pa.Table, strings: pa.Array) -> pa.Table:
+    """`frame` with its numbered string columns (`_frame_query`) as strings again."""
+    for name in ("source", "language", "rule", *(f"flag.{s}" for s, _ in PIPELINE_STAGES)):
+        frame = frame.set_column(frame.column_names.index(name), name,
+                                 pc.take(strings, frame[name]))
+    return frame
+
+
+def _batches(con: duckdb.DuckDBPyConnection, query: str) -> Iterator[pa.Table]:
+    """The rows of `query`, BATCH_ROWS at a time (one empty table when there are none).
+    The result goes into a table of the session's database first: streaming the query
+    itself holds more than its memory limit."""
+    con.execute(f"CREATE OR REPLACE TABLE frame AS {query}")
+    reader = con.sql("SELECT * FROM frame").to_arrow_reader(BATCH_ROWS)
+    empty = True
+    for batch in reader:
+        empty = False
+        yield pa.Table.from_batches([batch])
+    if empty:
+        yield reader.schema.empty_table()
+    con.execute("DROP TABLE frame")
 
 
 # --- the figures -----------------------------------------------------------------------------
@@ -239,7 +277,7 @@ def _frame(store: Store, partition: str, mix: pa.Table, cross: pa.Table,
 @dataclass
 class _Partition:
     name: str
-    frame: pa.Table
+    frame: pa.Table  # a batch of the partition's documents (`_frame_query`)
     stage: np.ndarray  # the funnel stage that dropped each document; "" for selected
     reason: np.ndarray  # and why
 
@@ -262,8 +300,6 @@ def _attribute(frame: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     columns = ["rule", "language", *(f"flag.{name}" for name, _ in PIPELINE_STAGES)]
     out = pl.from_arrow(frame.select(columns)).select(stage=stage, reason=reason)
     return out["stage"].to_numpy(), out["reason"].to_numpy()
-
-
 def _ingest_row(stats: dict[str, Any], rows: int) -> dict[str, Any]:
     candidates = int(stats.get("candidates", rows))
     return {"stage": INGEST, "documents_in": candidates, "dropped": candidates - rows,
@@ -314,107 +350,190 @@ def _sum_rows(tables: Sequence[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     return total
 
 
-def _removals(parts: Sequence[_Partition], ingest_rejects: Counter[str]) -> list[dict[str, Any]]:
-    rows: dict[tuple[str, str], dict[str, int]] = defaultdict(
-        lambda: {"flagged": 0, "dropped": 0, "tokens_dropped": 0})
-    for reason, count in sorted(ingest_rejects.items()):
-        row = rows[(INGEST, reason)]
-        row["flagged"] += count
-        row["dropped"] += count
-    for part in parts:
+
+def _quality_edges(values_min: float | None) -> tuple[float, np.ndarray]:
+    """The histogram's lower bound and bin edges. Classifier probabilities crowd near 0 or 1:
+    log-spaced bins from the smallest score's decade."""
+    low = 10.0 ** np.floor(np.log10(max(values_min, 1e-6))) if values_min is not None \
+        else 0.01
+    return low, np.geomspace(low, 1.0, QUALITY_BINS + 1)
+
+
+_QUALITY_CATEGORIES = ("above the cutoff", "below the cutoff", "removed before the cutoff")
+
+
+class _Figures:
+    """What the report keeps of the documents, added one batch at a time: counts and token
+    sums per stage, reason, language and quality bin, the smallest score per language and the
+    first sample candidates per stage. Its size depends on the numbers of stages, reasons,
+    languages and partitions, never on the number of documents."""
+
+    def __init__(self, store: Store, low: float, edges: np.ndarray, count: int) -> None:
+        self.low, self.edges, self.count = low, edges, count
+        self.tombstones = load_tombstones(store)
+        self.removals: dict[tuple[str, str], dict[str, int]] = defaultdict(
+            lambda: {"flagged": 0, "dropped": 0, "tokens_dropped": 0})
+        self.languages: dict[str, dict[str, list[int]]] = defaultdict(
+            lambda: defaultdict(lambda: [0, 0, 0]))
+        self.histogram = {name: np.zeros(QUALITY_BINS, np.int64)
+                          for name in _QUALITY_CATEGORIES}
+        self.scored = 0
+        self.cutoffs: dict[str, float] = {}
+        # (stage, kind) -> the first candidates in sample order and how many there are
+        self.candidates: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+        self.matches: Counter[tuple[str, str]] = Counter()
+
+    def add_ingest(self, rejects: dict[str, int]) -> None:
+        for reason, count in rejects.items():
+            row = self.removals[(INGEST, reason)]
+            row["flagged"] += count
+            row["dropped"] += count
+
+    def add(self, index: int, part: _Partition) -> None:
+        self._add_removals(part)
+        self._add_languages(part)
+        self._add_quality(part.frame)
+        self._add_samples(index, part)
+
+    def _add_removals(self, part: _Partition) -> None:
         for name, _ in PIPELINE_STAGES:
             counts = part.frame.group_by(f"flag.{name}").aggregate([("doc_id", "count")])
             for reason, count in zip(counts[f"flag.{name}"].to_pylist(),
                                      counts["doc_id_count"].to_pylist(), strict=True):
                 if reason is not None:
-                    rows[(name, reason)]["flagged"] += count
+                    self.removals[(name, reason)]["flagged"] += count
         dropped = part.stage != ""
         table = pa.table({"stage": pa.array(part.stage[dropped].tolist(), pa.string()),
                           "reason": pa.array(part.reason[dropped].tolist(), pa.string()),
                           "tokens": part.frame["tokens"].filter(pa.array(dropped))})
         for group in table.group_by(["stage", "reason"]).aggregate(
                 [("tokens", "sum"), ("tokens", "count")]).to_pylist():
-            row = rows[(group["stage"], group["reason"])]
+            row = self.removals[(group["stage"], group["reason"])]
             row["dropped"] += group["tokens_count"]
-            row["tokens_dropped"] += group["tokens_sum"]
+            row["tokens_dropped"] += group["tokens_sum"] or 0
             if group["stage"] in SELECTION_STAGES:
                 row["flagged"] += group["tokens_count"]
-    order = {stage: i for i, stage in enumerate(STAGES)}
-    return [{"stage": stage, "reason": reason, **counts}
-            for (stage, reason), counts in sorted(
-                rows.items(), key=lambda item: (order[item[0][0]], -item[1]["dropped"],
-                                                -item[1]["flagged"], item[0][1]))]
 
+    def removal_rows(self) -> list[dict[str, Any]]:
+        order = {stage: i for i, stage in enumerate(STAGES)}
+        return [{"stage": stage, "reason": reason, **counts}
+                for (stage, reason), counts in sorted(
+                    self.removals.items(), key=lambda item: (order[item[0][0]],
+                                                             -item[1]["dropped"],
+                                                             -item[1]["flagged"], item[0][1]))]
 
-def _languages(parts: Sequence[_Partition]) -> list[dict[str, Any]]:
-    rows = []
-    for part in parts:
-        selected = pa.array(part.stage == "")
+    def _add_languages(self, part: _Partition) -> None:
+        selected = pa.array(part.stage == "", pa.bool_())
         table = pa.table({
             "language": pc.fill_null(part.frame["language"], "(none)"),
             "selected": pc.cast(selected, pa.int64()),
             "selected_tokens": pc.if_else(selected, part.frame["final_tokens"], 0)})
         grouped = table.group_by("language").aggregate(
             [("selected", "count"), ("selected", "sum"), ("selected_tokens", "sum")])
-        rows += [{"partition": part.name, "language": g["language"],
-                  "documents": g["selected_count"], "selected": g["selected_sum"],
-                  "selected_tokens": g["selected_tokens_sum"]}
-                 for g in sorted(grouped.to_pylist(),
-                                 key=lambda g: (-g["selected_count"], g["language"]))]
-    return rows
+        for g in grouped.to_pylist():
+            row = self.languages[part.name][g["language"]]
+            row[0] += g["selected_count"]
+            row[1] += g["selected_sum"] or 0
+            row[2] += g["selected_tokens_sum"] or 0
 
+    def language_rows(self, partitions: Sequence[str]) -> list[dict[str, Any]]:
+        return [{"partition": partition, "language": language, "documents": documents,
+                 "selected": selected, "selected_tokens": tokens}
+                for partition in partitions
+                for language, (documents, selected, tokens) in sorted(
+                    self.languages[partition].items(), key=lambda g: (-g[1][0], g[0]))]
 
-def _quality(parts: Sequence[_Partition], recipe: RecipeConfig) -> dict[str, Any]:
-    scores, languages, rules = [], [], []
-    for part in parts:
+    def _add_quality(self, frame: pa.Table) -> None:
+        web = frame.filter(pc.and_(pc.equal(frame["source"], WEB_SOURCE),
+                                   pc.is_valid(frame["quality_score"])))
+        values = np.clip(web["quality_score"].to_numpy().astype(np.float64), self.low, 1.0)
+        rules = np.asarray(web["rule"].to_pylist(), dtype=object)
+        category = np.where(np.isin(rules, list(BEFORE_QUALITY)), _QUALITY_CATEGORIES[2],
+                            np.where(rules == "quality", _QUALITY_CATEGORIES[1],
+                                     _QUALITY_CATEGORIES[0]))
+        self.scored += int(values.size)
+        for name in _QUALITY_CATEGORIES:
+            self.histogram[name] += np.histogram(values[category == name], self.edges)[0]
+        above = category == _QUALITY_CATEGORIES[0]
+        for language, score in zip(web["language"].filter(pa.array(above)).to_pylist(),
+                                   values[above].tolist(), strict=True):
+            key = language or "(none)"
+            self.cutoffs[key] = min(score, self.cutoffs.get(key, score))
+
+    def quality(self, recipe: RecipeConfig) -> dict[str, Any]:
+        fraction = recipe.selection.quality_top_fraction
+        return {"documents": self.scored, "bin_edges": self.edges.tolist(), "scale": "log",
+                "histogram": {name: counts.tolist() for name, counts in self.histogram.items()},
+                "top_fraction": fraction,
+                "cutoffs": dict(sorted(self.cutoffs.items())) if fraction is not None else {},
+                "phase_top_fractions": {p.name: p.quality_top_fraction for p in recipe.phases
+                                        if p.quality_top_fraction is not None}}
+
+    def _add_samples(self, index: int, part: _Partition) -> None:
+        """Keeps, per stage and kind, the first `(stage number + 1) * count` documents in
+        sample order (sample rank, then partition and doc_id), enough for `sample_rows`."""
         frame = part.frame
-        web = pc.and_(pc.equal(frame["source"], WEB_SOURCE), pc.is_valid(frame["quality_score"]))
-        web = frame.filter(web)
-        scores += web["quality_score"].to_pylist()
-        languages += web["language"].to_pylist()
-        rules += web["rule"].to_pylist()
-    values = np.asarray(scores, np.float64)
-    category = np.array(["removed before the cutoff" if r in BEFORE_QUALITY
-                         else "below the cutoff" if r == "quality" else "above the cutoff"
-                         for r in rules], dtype=object)
-    # Classifier probabilities crowd near 0 or 1: log-spaced bins from the smallest decade.
-    low = 10.0 ** np.floor(np.log10(max(float(values.min()), 1e-6))) if values.size else 0.01
-    edges = np.geomspace(low, 1.0, QUALITY_BINS + 1)
-    values = np.clip(values, low, 1.0)
-    histogram = {name: np.histogram(values[category == name], edges)[0].tolist()
-                 for name in ("above the cutoff", "below the cutoff",
-                              "removed before the cutoff")}
-    fraction = recipe.selection.quality_top_fraction
-    cutoffs = {}
-    if fraction is not None:
-        by_language: dict[str, list[float]] = defaultdict(list)
-        for score, language, name in zip(values.tolist(), languages, category.tolist(),
-                                         strict=True):
-            if name == "above the cutoff":
-                by_language[language or "(none)"].append(score)
-        cutoffs = {lang: min(v) for lang, v in sorted(by_language.items())}
-    return {"documents": int(values.size), "bin_edges": edges.tolist(), "scale": "log",
-            "histogram": histogram,
-            "top_fraction": fraction, "cutoffs": cutoffs,
-            "phase_top_fractions": {p.name: p.quality_top_fraction for p in recipe.phases
-                                    if p.quality_top_fraction is not None}}
+        ids = frame["doc_id"].to_pylist()
+        ranks = np.array([int(sample_rank(d), 16) for d in ids], np.uint64)
+        # a report copies text: never a taken-down document's
+        shown = ~np.asarray(pc.fill_null(pc.or_(pc.equal(frame["rule"], TAKEDOWN),
+                                                self.tombstones.mask(frame["doc_id"])),
+                                         False).to_pylist(), bool)
+        position = {name: i for i, name in enumerate(DOCUMENT_STAGES)}
+        stage = np.array([position.get(s, len(DOCUMENT_STAGES)) for s in part.stage.tolist()],
+                         np.int64)
+        for number, name in enumerate(DOCUMENT_STAGES):
+            limit = (number + 1) * self.count
+            for kind, mask in (("removed", (stage == number) & shown),
+                               ("kept", (stage > number) & shown)):
+                rows = np.flatnonzero(mask)
+                self.matches[(name, kind)] += int(rows.size)
+                if rows.size > limit:  # every row ranked up to the limit-th, ties included
+                    threshold = np.partition(ranks[rows], limit - 1)[limit - 1]
+                    rows = rows[ranks[rows] <= threshold]
+                found = [(int(ranks[r]), index, ids[r], part.name,
+                          part.reason[r] if kind == "removed" else "") for r in rows.tolist()]
+                if found:
+                    self.candidates[(name, kind)] = sorted(
+                        self.candidates[(name, kind)] + found)[:limit]
+
+    def sample_rows(self) -> dict[str, dict[str, list[tuple[str, str, str]]]]:
+        """(partition, doc_id, reason) per stage and kind: `count` documents in sample order,
+        after skipping `stage number * count` when there are enough, so consecutive stages
+        show different documents."""
+        picks: dict[str, dict[str, list[tuple[str, str, str]]]] = {}
+        for number, name in enumerate(DOCUMENT_STAGES):
+            skip = number * self.count
+            picks[name] = {}
+            for kind in ("removed", "kept"):
+                chosen = self.candidates[(name, kind)]
+                if self.matches[(name, kind)] > skip + self.count:
+                    chosen = chosen[skip:]
+                picks[name][kind] = [(partition, doc_id, why)
+                                     for _, _, doc_id, partition, why in chosen[:self.count]]
+        return picks
 
 
-def _clusters(store: Store, partitions: Sequence[str], doc_ids: pa.Array) -> dict[str, Any]:
+def _clusters(con: duckdb.DuckDBPyConnection, store: Store,
+              partitions: Sequence[str]) -> dict[str, Any]:
     """Cluster sizes per dedup asset (clusters of each size; duplicates = members beyond the
-    first), over the recipe's documents."""
+    first), over the recipe's documents: counted in DuckDB, one partition at a time."""
     result = {}
+    recipe_docs = " UNION ALL ".join(f"SELECT doc_id FROM p{i}_documents"
+                                     for i in range(len(partitions))) or \
+        "SELECT NULL::VARCHAR AS doc_id WHERE false"
     for asset in (*CLUSTER_ASSETS, CROSS_ASSET):
         sizes: Counter[int] = Counter()
-        keys = [(p, "part") for p in partitions] if asset != CROSS_ASSET \
-            else [(CROSS_PARTITION, "part")]
-        for partition, name in keys:
-            table = _table(store, asset, partition, _CLUSTERS, name=name,
-                           required=asset != CROSS_ASSET or len(partitions) > 1)
-            if asset == CROSS_ASSET:
-                table = table.filter(pc.is_in(table["doc_id"], value_set=doc_ids))
-            counts = table.group_by("cluster_id").aggregate([("doc_id", "count")])
-            sizes.update(Counter(counts["doc_id_count"].to_pylist()))
+        if asset == CROSS_ASSET:
+            views = [(_view(con, "cross_clusters", store, asset, CROSS_PARTITION, _CLUSTERS,
+                            required=len(partitions) > 1), f"WHERE doc_id IN ({recipe_docs})")]
+        else:
+            views = [(_view(con, f"p{i}_{asset}_clusters", store, asset, partition, _CLUSTERS),
+                      "") for i, partition in enumerate(partitions)]
+        for view, where in views:
+            sizes.update(dict(con.execute(
+                f"SELECT size, count(*) FROM (SELECT count(doc_id) AS size FROM {view} {where}"
+                " GROUP BY cluster_id) GROUP BY size").fetchall()))
         result[asset] = {
             "clusters": sum(c for s, c in sizes.items() if s > 1),
             "duplicates": sum((s - 1) * c for s, c in sizes.items()),
@@ -424,45 +543,22 @@ def _clusters(store: Store, partitions: Sequence[str], doc_ids: pa.Array) -> dic
     return result
 
 
-def _pick(order: np.ndarray, mask: np.ndarray, skip: int, count: int) -> np.ndarray:
-    """`count` rows of `mask` in `order` (sample-rank order), after skipping `skip` when there
-    are enough, so consecutive stages show different documents."""
-    chosen = order[mask[order]]
-    if chosen.size > skip + count:
-        chosen = chosen[skip:]
-    return chosen[:count]
-
-
 def _preview(text: str | None) -> str:
     flat = " ".join((text or "").split())
     return flat[:PREVIEW_CHARS] + ("…" if len(flat) > PREVIEW_CHARS else "")
 
 
-def _samples(store: Store, parts: Sequence[_Partition], count: int) -> dict[str, Any]:
-    wanted: dict[str, dict[str, tuple[str, str, str]]] = defaultdict(dict)  # partition -> id
-    picks: dict[str, dict[str, list[tuple[str, str, str]]]] = {
-        stage: {"kept": [], "removed": []} for stage in DOCUMENT_STAGES}
-    frames = [(p, np.asarray(p.frame["doc_id"].to_pylist(), dtype=object)) for p in parts]
-    ids = np.concatenate([f for _, f in frames]) if frames else np.zeros(0, object)
-    stage = np.concatenate([p.stage for p in parts]) if parts else np.zeros(0, object)
-    reason = np.concatenate([p.reason for p in parts]) if parts else np.zeros(0, object)
-    owner = np.concatenate([np.full(len(f), p.name, dtype=object) for p, f in frames]) \
-        if frames else np.zeros(0, object)
-    order = np.argsort(np.array([sample_rank(d) for d in ids.tolist()], dtype=object),
-                       kind="stable") if ids.size else np.zeros(0, np.int64)
-    alive = np.ones(ids.size, bool)
-    shown = ~_taken_down(store, parts)  # a report copies text: never a taken-down document's
-    for index, name in enumerate(DOCUMENT_STAGES):
-        dropped = stage == name
-        for kind, mask in (("removed", dropped & shown), ("kept", alive & ~dropped & shown)):
-            for row in _pick(order, mask, index * count, count).tolist():
-                item = (owner[row], ids[row], reason[row] if kind == "removed" else "")
-                picks[name][kind].append(item)
-                wanted[owner[row]][ids[row]] = item
-        alive &= ~dropped
+def _samples(store: Store, picks: dict[str, dict[str, list[tuple[str, str, str]]]]
+             ) -> dict[str, Any]:
+    """The picked documents with their text, read one stored part at a time."""
+    wanted: dict[str, set[str]] = defaultdict(set)
+    for kinds in picks.values():
+        for items in kinds.values():
+            for partition, doc_id, _ in items:
+                wanted[partition].add(doc_id)
     texts: dict[str, dict[str, Any]] = {}
-    for partition, rows in wanted.items():
-        value_set = pa.array(sorted(rows), pa.string())
+    for partition, ids in wanted.items():
+        value_set = pa.array(sorted(ids), pa.string())
         for table in _parts(store, DOCUMENTS, partition, ["doc_id", "url", "text"]):
             table = table.filter(pc.is_in(table["doc_id"], value_set=value_set))
             for doc_id, url, text in zip(*(table[c].to_pylist() for c in table.column_names),
@@ -489,29 +585,25 @@ def _samples(store: Store, parts: Sequence[_Partition], count: int) -> dict[str,
     return result
 
 
-def _taken_down(store: Store, parts: Sequence[_Partition]) -> np.ndarray:
-    """True for each document (in `parts` order) the mix took down or the current takedown
-    list's stored expansion holds."""
-    if not parts:
-        return np.zeros(0, bool)
-    tombstones = load_tombstones(store)
-    masks = [pc.or_(pc.equal(p.frame["rule"], TAKEDOWN), tombstones.mask(p.frame["doc_id"]))
-             for p in parts]
-    return np.concatenate([np.asarray(m.to_pylist(), bool) for m in masks])
-
-
 def _rejects_sample(store: Store, partitions: Sequence[str], count: int) -> list[dict]:
+    """The first `count` rejected records in sample order; holds one stored part and the
+    `count` best so far."""
     takedowns = current_takedowns(store)
-    rows = []
+    best: list[tuple[str, int, dict[str, Any]]] = []
+    seen = 0
     for partition in partitions:
         for key in store.list(f"rejects/{partition.replace('/', '_')}"):
             if key.endswith(".parquet"):
                 table = read_parquet(store, key, ["url", "reason", "message"])
                 if takedowns.entries and table.num_rows:  # a taken-down URL is never shown
                     table = table.filter(pc.invert(match_documents(table, takedowns)))
-                rows += [dict(r, partition=partition) for r in table.to_pylist()]
-    rows.sort(key=lambda r: sample_rank(f"{r['partition']}|{r['url']}"))
-    return [dict(r, message=_preview(r["message"])[:160]) for r in rows[:count]]
+                # the running number keeps equal ranks in reading order
+                found = [(sample_rank(f"{partition}|{r['url']}"), seen + i,
+                          dict(r, partition=partition))
+                         for i, r in enumerate(table.to_pylist())]
+                seen += len(found)
+                best = heapq.nsmallest(count, best + found)
+    return [dict(r, message=_preview(r["message"])[:160]) for _, _, r in best]
 
 
 def _shards_manifest(store: Store, recipe_name: str) -> dict[str, Any]:
@@ -519,42 +611,103 @@ def _shards_manifest(store: Store, recipe_name: str) -> dict[str, Any]:
     return json.loads(store.read_bytes(f"{extra['prefix']}/manifest.json"))
 
 
+def _check_rules(con: duckdb.DuckDBPyConnection, partition: str) -> int:
+    """The number of the mix's decisions for `partition`; fails on a rule the report does not
+    know."""
+    counts = dict(con.execute("SELECT rule, count(*) FROM mix WHERE partition = ? GROUP BY rule",
+                              [partition]).fetchall())
+    unknown = set(counts) - {SELECTED, *(
+        stage.removeprefix(SELECTION_PREFIX) for stage in SELECTION_STAGES)}
+    if unknown:
+        raise ReportError(f"the mix's decisions for {partition} name rules the report does not "
+                          "know: "
+                          f"{sorted(unknown, key=str)}; teach curation.report.SELECTION_STAGES "
+                          "them")
+    return sum(counts.values())
+
+
 def compute_report(store: Store, recipe: RecipeConfig,
                    samples_per_stage: int = SAMPLES_PER_STAGE) -> dict[str, Any]:
-    """Every figure of the report as plain data (see the module docstring)."""
+    """Every figure of the report as plain data (see the module docstring).
+
+    Memory is bounded by the budget (`curation.duck`), not by the number of documents: DuckDB
+    joins each partition's stored parts with the mix's decisions (spilling beyond its
+    `memory_limit`) and streams the joined rows in batches of `BATCH_ROWS`; Python keeps only
+    per-stage, per-reason, per-language and per-bin sums, and the first few sample candidates
+    in sample-rank order (`_Figures`). Cluster sizes are counted in DuckDB."""
     partitions = recipe.partition_keys()
     mix_manifest = _manifest(store, MIX, recipe.name)
     extra = mix_manifest.extra
     bytes_per_token = {k: float(v) for k, v in extra.get("bytes_per_token", {}).items()}
-    mix = _table(store, MIX, recipe.name, _MIX, name="decisions")
     cross_manifest = PartitionLayout(store, CROSS_ASSET, CROSS_PARTITION).read_manifest()
     if cross_manifest is None and len(partitions) > 1:
         raise ReportError("cross_dedup is not complete (no manifest); materialize it first")
-    cross = _drops(_table(store, CROSS_ASSET, CROSS_PARTITION, _DECISIONS, name="decisions",
-                          required=False), "flag.cross_dedup")
-
-    parts, funnels, ingest_rejects = [], {}, Counter()
-    for partition in partitions:
-        frame = _frame(store, partition, mix, cross, bytes_per_token)
-        stage, reason = _attribute(frame)
-        part = _Partition(partition, frame, stage, reason)
-        parts.append(part)
-        stats = _manifest(store, DOCUMENTS, partition).extra.get("stats", {})
-        ingest_rejects.update(stats.get("rejects", {}))
-        funnels[partition] = _funnel_rows(part, _ingest_row(stats, frame.num_rows))
-    if sum(p.frame.num_rows for p in parts) != mix.num_rows:
-        raise ReportError(f"mix[{recipe.name}] has {mix.num_rows} decisions but the recipe's "
-                          "partitions hold a different number of documents: re-materialize mix")
+    with duckdb_session() as con:
+        _view(con, "mix", store, MIX, recipe.name, _MIX, "decisions")
+        cross = _view(con, "cross_decisions", store, CROSS_ASSET, CROSS_PARTITION, _DECISIONS,
+                      "decisions", required=False)
+        con.execute("CREATE TABLE cross_drops AS SELECT doc_id, min(reason) AS flag FROM "
+                    f"{cross} WHERE verdict = 'drop' GROUP BY doc_id")
+        con.register("rates", pa.table({"source": list(bytes_per_token),
+                                        "rate": list(bytes_per_token.values())},
+                                       schema=_RATES))
+        queries = []
+        for index, partition in enumerate(partitions):
+            _view(con, f"p{index}_documents", store, DOCUMENTS, partition, _DOCUMENTS)
+            queries.append(_frame_query(con, store, index, partition))
+        # The histogram's bins start at the smallest web score: found before the batches.
+        smallest = con.execute(" UNION ALL ".join(
+            f"SELECT min(CAST(q.quality_score AS DOUBLE)) AS score FROM p{i}_documents d "
+            f"JOIN p{i}_quality q ON q.doc_id = d.doc_id WHERE d.source = {literal(WEB_SOURCE)}"
+            for i in range(len(partitions))) or "SELECT NULL::DOUBLE AS score").fetchall()
+        scores = [s for (s,) in smallest if s is not None]
+        low, edges = _quality_edges(min(scores) if scores else None)
+        figures = _Figures(store, low, edges, samples_per_stage)
+        funnels, documents_total = {}, 0
+        for index, (partition, query) in enumerate(zip(partitions, queries, strict=True)):
+            stats = _manifest(store, DOCUMENTS, partition).extra.get("stats", {})
+            n = scalar(con, f"SELECT count(*) FROM p{index}_documents")
+            decided = _check_rules(con, partition)
+            copies, missing = 1, 0
+            batch_funnels = []
+            for frame in _batches(con, query[0]):
+                frame = _decode(frame, query[1])
+                stage, reason = _attribute(frame)
+                part = _Partition(partition, frame, stage, reason)
+                copies = max(copies, pc.max(frame["copies"]).as_py() or 1)
+                missing += frame["rule"].null_count
+                batch_funnels.append(_funnel_rows(part, _ingest_row({}, 0)))
+                figures.add(index, part)
+            if copies > 1:
+                raise ReportError(f"documents[{partition}]: a doc_id occurs twice in an "
+                                  "annotation")
+            if missing:
+                raise ReportError(f"mix has no decision for {missing} of the {n} documents of "
+                                  f"{partition}: the mix is stale; re-materialize it")
+            if decided != n:
+                raise ReportError(f"mix has {decided} decisions for {partition}, which has {n} "
+                                  "documents: the mix is stale; re-materialize it")
+            funnel = _sum_rows(batch_funnels)
+            funnels[partition] = [dict(_ingest_row(stats, n), tokens_out=funnel[0]["tokens_out"]),
+                                  *funnel[1:]]
+            figures.add_ingest(stats.get("rejects", {}))
+            documents_total += n
+        mix_rows, kept = con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE rule = ?) FROM mix", [SELECTED]).fetchall()[0]
+        if documents_total != mix_rows:
+            raise ReportError(f"mix[{recipe.name}] has {mix_rows} decisions but the recipe's "
+                              "partitions hold a different number of documents: "
+                              "re-materialize mix")
+        clusters = _clusters(con, store, partitions)
     total = _sum_rows(list(funnels.values()))
     shards = _shards_manifest(store, recipe.name)
     shares = PartitionLayout(store, MIX, recipe.name).read_table(name="shares").to_pylist()
-    doc_ids = pa.concat_arrays([p.frame["doc_id"].combine_chunks() for p in parts]) \
-        if parts else pa.array([], pa.string())
     selected = total[-1]["documents_out"]
-    kept = int(pc.sum(pc.equal(mix["rule"], SELECTED)).as_py() or 0)
     if selected != kept:  # after takedowns: the mix's own `selected` counts before them
         raise ReportError(f"the funnel ends with {selected} documents but mix[{recipe.name}] "
                           f"selected {kept}")
+    totals = shards.get("totals", {})
+
     totals = shards.get("totals", {})
     return {
         "report_version": REPORT_VERSION,
@@ -583,10 +736,10 @@ def compute_report(store: Store, recipe: RecipeConfig,
             "bytes_per_token": bytes_per_token,
         },
         "funnel": {"total": total, "partitions": funnels},
-        "removals": _removals(parts, ingest_rejects),
-        "languages": _languages(parts),
-        "quality": _quality(parts, recipe),
-        "clusters": _clusters(store, partitions, doc_ids),
+        "removals": figures.removal_rows(),
+        "languages": figures.language_rows(partitions),
+        "quality": figures.quality(recipe),
+        "clusters": clusters,
         "mixture": {
             "shares": shares,
             "tokens_by_source": shards.get("tokens_by_source", {}),
@@ -595,7 +748,7 @@ def compute_report(store: Store, recipe: RecipeConfig,
             "ran_out": extra.get("ran_out", []),
         },
         "samples": {"rejects": _rejects_sample(store, partitions, samples_per_stage),
-                    **_samples(store, parts, samples_per_stage)},
+                    **_samples(store, figures.sample_rows())},
     }
 
 

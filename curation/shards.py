@@ -21,10 +21,25 @@ The output contract the training cluster streams (docs/architecture.md, "Data co
   within the shard, `start`, `end` within the sequence, `doc_id`, `occurrence`, `phase`) and
   `manifest.json`, written last, so a folder with a manifest is complete.
 - **Determinism.** Outputs depend on the occurrences, the tokenizer and the settings that shape
-  them, never on batch sizes or thread counts: Parquet row groups have a fixed size, JSON keys are
-  sorted, nothing records a time. Two builds are byte-identical.
-- **Memory.** Streaming: one tokenization batch, one shard's tokens, the open best-fit sequences
-  and one Parquet row group of spans at a time.
+  them, never on batch sizes, thread or worker counts or the backend: Parquet row groups have a
+  fixed size, JSON keys are sorted, nothing records a time. Two builds are byte-identical, and
+  the parallel build writes the serial build's bytes.
+- **Two builds, the same bytes.** `build_shards` streams ordered occurrences through one writer.
+  At scale, `plan_shards` orders the occurrences out of core (DuckDB) and writes them with
+  their text to buckets in a `Store` (a folder or an S3 prefix); `store_planned_shards` (or
+  `build_planned_shards`, into a local folder) then builds ranges of whole shards in parallel
+  tasks for `concat` packing (each occurrence's stream offset is the running sum of its exact
+  token count, so a shard's occurrences, those cut at its edges included, are known before
+  tokenizing) and streams the buckets through `build_shards` for `best_fit`, which stays
+  serial: a best-fit sequence depends on every occurrence before it. A range task reads its
+  buckets from the store and writes its shards and span rows back to it, returning only their
+  manifest entries: a task on another machine of a Ray cluster needs no disk shared with the
+  parent, which merges the span rows and writes the manifest last.
+- **Memory.** `build_shards`: one tokenization batch, one shard's tokens, the open best-fit
+  sequences and one Parquet row group of spans at a time. The plan: DuckDB's sort and join under
+  the budget (spilling), one Arrow batch and two buckets of text (an eighth of the budget). A
+  range task: one bucket's text (a sixteenth of the budget), one batch, one shard's tokens.
+  The parent's merge of the tasks' span rows: one row group at a time.
 
 `curation.shard_integrity.verify_shards` is the blocking integrity gate over what this writes.
 """
@@ -37,6 +52,7 @@ import json
 import os
 import shutil
 import struct
+import tempfile
 import time
 import uuid
 from collections import defaultdict
@@ -46,13 +62,17 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Literal
 
+import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curation.config import RecipeConfig
-from curation.storage import Store
-from curation.tokenizer import PinnedTokenizer, tokenizer_threads
+from curation.duck import MemoryBudget, current_budget, ident, literal, scalar
+from curation.executor import map_tasks
+from curation.storage import LocalStore, Store, parquet_bytes, read_parquet
+from curation.tokenizer import PinnedTokenizer, tokenizer_from_bytes, tokenizer_threads
 
 FORMAT = "corpus-shards/1"
 MANIFEST = "manifest.json"
@@ -361,7 +381,7 @@ def _write_file(path: Path, data: bytes | memoryview) -> dict[str, Any]:
     with open(temporary, "wb") as handle:
         handle.write(data)
     os.replace(temporary, path)
-    return {"name": path.name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    return _file_entry(path.name, data)
 
 
 def megatron_index(sequences: int, seq_len: int, dtype: np.dtype) -> bytes:
@@ -404,13 +424,16 @@ class _SpanWriter:
         self.rows = 0
 
     def add(self, shard: int, first_sequence: int, pieces: _Pieces) -> None:
-        table = pa.table({
+        self.add_table(pa.table({
             "shard": pa.array(np.full(len(pieces), shard, dtype=np.int32)),
             "sequence": pa.array((pieces.sequence - first_sequence).astype(np.int32)),
             "start": pa.array(pieces.start.astype(np.int32)),
             "end": pa.array(pieces.end.astype(np.int32)),
             "doc_id": pieces.doc_id, "occurrence": pa.array(pieces.occurrence),
-            "phase": pieces.phase}, schema=SPAN_SCHEMA)
+            "phase": pieces.phase}, schema=SPAN_SCHEMA))
+
+    def add_table(self, table: pa.Table) -> None:
+        """Adds span rows (`SPAN_SCHEMA`) as they are."""
         self.pending.append(table)
         self.pending_rows += len(table)
         self.rows += len(table)
@@ -421,10 +444,12 @@ class _SpanWriter:
         table = pa.concat_tables(self.pending) if self.pending else SPAN_SCHEMA.empty_table()
         whole = len(table) if final else len(table) // SPAN_ROW_GROUP * SPAN_ROW_GROUP
         for begin in range(0, whole, SPAN_ROW_GROUP):
-            group = table.slice(begin, min(SPAN_ROW_GROUP, whole - begin))
-            self.writer.write_table(group.combine_chunks(), row_group_size=SPAN_ROW_GROUP)
+            self._write_group(table.slice(begin, min(SPAN_ROW_GROUP, whole - begin)))
         rest = table.slice(whole)
         self.pending, self.pending_rows = ([rest] if len(rest) else []), len(rest)
+
+    def _write_group(self, group: pa.Table) -> None:
+        self.writer.write_table(group.combine_chunks(), row_group_size=SPAN_ROW_GROUP)
 
     def close(self) -> dict[str, Any]:
         self._flush(final=True)
@@ -432,6 +457,49 @@ class _SpanWriter:
         os.replace(self.temporary, self.path)
         entry = {"name": self.path.name, "rows": self.rows}
         return entry | {"sha256": file_sha256(self.path), "bytes": self.path.stat().st_size}
+
+
+class _SpanParts(_SpanWriter):
+    """A range task's span rows as objects of one row group each under `prefix` of `store`, so
+    the parent merges them holding one row group, wherever the task ran."""
+
+    def __init__(self, store: Store, prefix: str) -> None:
+        self.store, self.prefix = store, prefix
+        self.pending, self.pending_rows, self.rows, self.parts = [], 0, 0, 0
+
+    def _write_group(self, group: pa.Table) -> None:
+        self.store.write_bytes(_span_part(self.prefix, self.parts), parquet_bytes(group))
+        self.parts += 1
+
+    def close(self) -> dict[str, Any]:
+        self._flush(final=True)
+        return {"rows": self.rows, "parts": self.parts}
+
+
+def _span_part(prefix: str, number: int) -> str:
+    return _join(prefix, f"spans-{number:05d}.parquet")
+
+
+def _join(prefix: str, *names: str) -> str:
+    """A store key: `names` under `prefix` ("" is the store's root)."""
+    return "/".join(part for part in (prefix, *names) if part)
+
+
+def _file_entry(name: str, data: bytes | memoryview) -> dict[str, Any]:
+    return {"name": name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+
+
+@dataclass(frozen=True)
+class _StoreFiles:
+    """Writes a shard's files to their keys under `prefix` of `store` (picklable: a range task
+    on any machine writes its shards where the parent publishes them)."""
+
+    store: Store
+    prefix: str
+
+    def __call__(self, name: str, data: bytes | memoryview) -> dict[str, Any]:
+        self.store.write_bytes(_join(self.prefix, name), bytes(data))
+        return _file_entry(name, data)
 
 
 def file_sha256(path: Path) -> str:
@@ -443,17 +511,23 @@ def file_sha256(path: Path) -> str:
 
 
 class _ShardWriter:
-    """Collects whole sequences into a shard's buffer; writes a shard when it is full."""
+    """Collects whole sequences into a shard's buffer; writes a shard when it is full.
 
-    def __init__(self, directory: Path, settings: ShardSettings, dtype: np.dtype) -> None:
-        self.directory, self.seq_len, self.dtype = directory, settings.seq_len, dtype
+    A range of the stream starts at shard `first_shard`, whose first sequence is
+    `first_sequence` (a parallel build's task); sequence numbers are global."""
+
+    def __init__(self, files: Callable[[str, bytes | memoryview], dict[str, Any]],
+                 settings: ShardSettings, dtype: np.dtype, spans: _SpanWriter,
+                 first_shard: int = 0, first_sequence: int = 0) -> None:
+        self.files, self.seq_len, self.dtype = files, settings.seq_len, dtype
         self.per_shard = settings.sequences_per_shard
         self.tokens = np.empty((self.per_shard, self.seq_len), dtype=dtype)
         self.padding = np.zeros(self.per_shard, dtype="<i4")
         self.filled = 0  # sequences in the current shard
-        self.written = 0  # sequences in finished shards
+        self.written = first_sequence  # sequences before the current shard
+        self.first_shard = first_shard
         self.pieces: list[_Pieces] = []
-        self.spans = _SpanWriter(directory / SPANS)
+        self.spans = spans
         self.shards: list[dict[str, Any]] = []
 
     @property
@@ -484,17 +558,16 @@ class _ShardWriter:
         return pieces.select(slice(0, cut))
 
     def _write_shard(self) -> None:
-        index, count = len(self.shards), self.filled
+        index, count = self.first_shard + len(self.shards), self.filled
         name = f"shard-{index:05d}"
         pieces = self._shard_pieces()
         self.spans.add(index, self.written, pieces)
         tokens = self.tokens[:count]
         padding = self.padding[:count]
         files = {
-            "bin": _write_file(self.directory / f"{name}.bin", memoryview(tokens).cast("B")),
-            "idx": _write_file(self.directory / f"{name}.idx",
-                               megatron_index(count, self.seq_len, self.dtype)),
-            "padding": _write_file(self.directory / f"{name}.padding.npy", _npy_bytes(padding)),
+            "bin": self.files(f"{name}.bin", memoryview(tokens).cast("B")),
+            "idx": self.files(f"{name}.idx", megatron_index(count, self.seq_len, self.dtype)),
+            "padding": self.files(f"{name}.padding.npy", _npy_bytes(padding)),
         }
         padded = int(padding.sum())
         self.shards.append({
@@ -519,14 +592,18 @@ class _ShardWriter:
 class _ConcatPacker:
     """The token stream cut every `seq_len` tokens; only the very last sequence is padded."""
 
-    def __init__(self, writer: _ShardWriter, seq_len: int, pad_id: int) -> None:
+    def __init__(self, writer: _ShardWriter, seq_len: int, pad_id: int,
+                 position: int = 0) -> None:
         self.writer, self.seq_len, self.pad_id = writer, seq_len, pad_id
         self.tail = np.zeros(0, dtype=writer.dtype)  # tokens of the unfinished sequence
         self.tail_pieces = _Pieces.empty()
-        self.position = 0  # stream position of the first token of `tail`
+        self.position = position  # stream position of the first token of `tail`
 
-    def add(self, docs: _Docs, tokens: np.ndarray, lengths: np.ndarray) -> None:
-        pieces = self._pieces(docs, lengths)
+    def add(self, docs: _Docs, tokens: np.ndarray, lengths: np.ndarray,
+            complete: np.ndarray | None = None) -> None:
+        """Appends occurrences' tokens (`lengths` each) to the stream; `complete` says which
+        hold their last token (default: all; a range's last occurrence may be cut)."""
+        pieces = self._pieces(docs, lengths, complete)
         stream = np.concatenate([self.tail, tokens])
         whole = len(stream) // self.seq_len
         boundary = self.position // self.seq_len + whole  # first sequence not finished
@@ -538,7 +615,8 @@ class _ConcatPacker:
         self.tail_pieces = pieces.select(slice(cut, None))
         self.position += whole * self.seq_len
 
-    def _pieces(self, docs: _Docs, lengths: np.ndarray) -> _Pieces:
+    def _pieces(self, docs: _Docs, lengths: np.ndarray,
+                complete: np.ndarray | None) -> _Pieces:
         """Each occurrence's [start, end) in the stream, split at sequence boundaries."""
         length = self.seq_len
         ends = self.position + len(self.tail) + np.cumsum(lengths)
@@ -551,7 +629,10 @@ class _ConcatPacker:
         base = sequence * length
         start = np.maximum(starts[owner], base) - base
         end = np.minimum(ends[owner], base + length) - base
-        return _Pieces.of(docs, owner, sequence, start, end, sequence == last[owner])
+        ending = sequence == last[owner]
+        if complete is not None:
+            ending &= complete[owner]
+        return _Pieces.of(docs, owner, sequence, start, end, ending)
 
     def finish(self) -> None:
         if not len(self.tail):
@@ -671,11 +752,15 @@ class _Accounting:
 
     def add(self, batch: Sequence[Occurrence], lengths: np.ndarray) -> None:
         for item, length in zip(batch, lengths.tolist(), strict=True):
-            self.tokens["source"][item.source or NO_VALUE] += length
-            self.tokens["phase"][item.phase] += length
-            self.tokens["licence"][item.licence or NO_VALUE] += length
-            self.phase_source[item.phase][item.source or NO_VALUE] += length
-            self.occurrences[item.phase] += 1
+            self.add_group(item.phase, item.source, item.licence, length, 1)
+
+    def add_group(self, phase: str, source: str | None, licence: str | None, tokens: int,
+                  occurrences: int) -> None:
+        self.tokens["source"][source or NO_VALUE] += tokens
+        self.tokens["phase"][phase] += tokens
+        self.tokens["licence"][licence or NO_VALUE] += tokens
+        self.phase_source[phase][source or NO_VALUE] += tokens
+        self.occurrences[phase] += occurrences
 
 
 def library_versions() -> dict[str, str]:
@@ -684,9 +769,8 @@ def library_versions() -> dict[str, str]:
 
 def _manifest(
     settings: ShardSettings, info: BuildInfo, tokenizer: PinnedTokenizer,
-    writer: _ShardWriter, spans: dict[str, Any], accounting: _Accounting,
+    shards: list[dict[str, Any]], spans: dict[str, Any], accounting: _Accounting,
 ) -> dict[str, Any]:
-    shards = writer.shards
     padding = sum(s["padding_tokens"] for s in shards)
     return {
         "format": FORMAT, "version": info.version, "recipe_hash": info.recipe_hash,
@@ -695,7 +779,7 @@ def _manifest(
         "tokenizer": {"sha256": tokenizer.sha256, "vocab_size": tokenizer.vocab_size},
         "dtype": tokenizer.dtype.name, "eos_id": tokenizer.eos_id, "pad_id": tokenizer.pad_id,
         "libraries": library_versions(), "shards": shards, "spans": spans,
-        "totals": {"sequences": writer.total_sequences,
+        "totals": {"sequences": sum(s["sequences"] for s in shards),
                    "tokens": sum(s["tokens"] for s in shards), "padding_tokens": padding,
                    "padded_sequences": sum(s["padded_sequences"] for s in shards),
                    "occurrences": sum(accounting.occurrences.values())},
@@ -742,7 +826,8 @@ def build_shards(
     directory = Path(directory)
     _prepare(directory, overwrite)
     timer = _Timer()
-    writer = _ShardWriter(directory, settings, tokenizer.dtype)
+    writer = _ShardWriter(lambda name, data: _write_file(directory / name, data), settings,
+                          tokenizer.dtype, _SpanWriter(directory / SPANS))
     packer: _ConcatPacker | _BestFitPacker = (
         _ConcatPacker(writer, settings.seq_len, tokenizer.pad_id) if settings.packing == "concat"
         else _BestFitPacker(writer, settings.seq_len, tokenizer.pad_id, settings.best_fit_window))
@@ -756,9 +841,447 @@ def build_shards(
             timer.time("pack_and_write", packer.add, _Docs.of(batch), tokens, lengths)
     timer.time("pack_and_write", packer.finish)
     spans = timer.time("pack_and_write", writer.close)
-    manifest = _manifest(settings, info, tokenizer, writer, spans, accounting)
+    manifest = _manifest(settings, info, tokenizer, writer.shards, spans, accounting)
     timer.time("manifest", _write_file, directory / MANIFEST, manifest_bytes(manifest))
     return ShardBuild(directory, manifest, dict(timer.seconds))
+
+
+# --- the parallel build: buckets in shard order, then one task per range of shards -----------
+
+PLAN_BATCH = 1 << 16  # occurrences per Arrow batch while keying and numbering them
+PLAN_COLUMNS = ("doc_id", "occurrence", "phase", "source", "licence", "est_tokens")
+BUCKETS = "buckets"  # under the plan's prefix: the buckets, `chunk=K/part-NNNNN.parquet`
+RANGES = "ranges"  # under the plan's prefix: each range task's span rows, `range-NNNNN/`
+TASKS_PER_WORKER = 4  # ranges per worker, so a slow range does not leave the others idle
+
+
+def bucket_bytes(budget: MemoryBudget) -> int:
+    """Text bytes per bucket. A task holds one bucket's text, twice while it sorts it, beside
+    one shard's tokens and one tokenization batch: a sixteenth of the budget keeps the text to
+    an eighth of it."""
+    return max(1 << 20, budget.memory_bytes // 16)
+
+
+@dataclass(frozen=True)
+class Buckets:
+    """Where a plan's buckets are: `parts[K]` Parquet objects of bucket K under
+    `{prefix}/buckets/chunk=K/` of `store` (picklable: a task on any machine reads them)."""
+
+    store: Store
+    prefix: str
+    parts: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """The occurrences in shard order, each with its stream `offset` (first token) and its text,
+    written to buckets of about `bucket_bytes` bytes of text (`plan_shards`)."""
+
+    buckets: Buckets
+    bucket_bytes: int
+    total_tokens: int
+    occurrences: int
+    shard_buckets: tuple[int, ...]  # per output shard: the bucket holding its first token
+    last_bucket: int
+    accounting: _Accounting
+
+
+def _bucket_part(prefix: str, bucket: int, part: int) -> str:
+    return _join(prefix, BUCKETS, f"chunk={bucket}", f"part-{part:05d}.parquet")
+
+
+def read_bucket(buckets: Buckets, number: int) -> pa.Table | None:
+    """Bucket `number` in stream order (None: no occurrence starts in it), its objects read
+    one at a time."""
+    count = buckets.parts[number] if number < len(buckets.parts) else 0
+    if not count:
+        return None
+    return pa.concat_tables([read_parquet(buckets.store, _bucket_part(buckets.prefix, number, part))
+                             for part in range(count)]).sort_by("offset")
+
+
+def plan_shards(
+    con: duckdb.DuckDBPyConnection, occurrences: str, texts: str, keys: Sequence[str],
+    settings: ShardSettings, folder: Path, bytes_per_bucket: int | None = None, *,
+    store: Store | None = None, prefix: str = "",
+) -> ShardPlan:
+    """Orders the occurrences and writes them with their text to buckets under `prefix` of
+    `store` (default: `folder` itself), where range tasks on any machine read them; `folder`
+    is this process's local work folder.
+
+    `occurrences` names a relation of `con` with `PLAN_COLUMNS` (`est_tokens`: each
+    occurrence's tokens in the shards, EOS included, as `occurrence_lengths` counts them) and
+    the `keys` columns; `texts` one with the `keys` columns and `text`, a row per document.
+
+    1. Each occurrence's phase index and `shuffle_key`, computed a batch at a time, go to
+       `keyed.parquet`.
+    2. DuckDB sorts them by (phase index, key, doc_id, occurrence), each with its text's
+       length in bytes; the running sum of `est_tokens` over that stream is each occurrence's
+       `offset`, and the running sum of text bytes before it, divided by `bytes_per_bucket`,
+       its bucket (`ordered.parquet`). Buckets hold consecutive occurrences.
+    3. DuckDB joins the ordered occurrences with their text, streaming the texts past the
+       occurrences' hash table, and `_write_buckets` writes each bucket's rows to objects of
+       its own: text is never sorted, and a bucket is sorted by the task that reads it.
+
+    Memory: one Arrow batch of occurrences and two buckets' worth of text (an eighth of the
+    budget) and the Parquet bytes of the part being written, in this process; DuckDB's sort
+    and join under the session's memory limit, spilling to its temporary folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    per_bucket = bytes_per_bucket or bucket_bytes(current_budget())
+    keyed, ordered = folder / "keyed.parquet", folder / "ordered.parquet"
+    extra = [key for key in keys if key not in PLAN_COLUMNS]
+    _write_keys(con, occurrences, [*extra, *PLAN_COLUMNS], settings, keyed)
+    keyed_rows = f"read_parquet({literal(str(keyed))})"
+    repeated = con.execute(f"SELECT doc_id, occurrence FROM {keyed_rows}"
+                           " GROUP BY ALL HAVING count(*) > 1 LIMIT 1").fetchall()
+    if repeated:
+        raise ValueError(f"occurrence {tuple(repeated[0])} is repeated")
+    join = " AND ".join(f"o.{ident(key)} = t.{ident(key)}" for key in keys)
+    count = scalar(con, f"SELECT count(*) FROM {keyed_rows}")
+    # DuckDB builds its hash table on the side with fewer rows, here the texts: every text in
+    # memory (or spilled) at once. The optimizer that swaps sides is off for the two joins, so
+    # the occurrences, written on the right, are the build side and the texts stream past.
+    con.execute("SET disabled_optimizers = 'build_side_probe_side'")
+    try:
+        total, texts_found, text_bytes = _number(
+            con, f"{texts} t JOIN {keyed_rows} o ON {join}", ordered, per_bucket)
+        if texts_found != count:
+            raise ValueError(f"{count} occurrences but {texts_found} with text: `{texts}` must "
+                             "hold the text of every document once")
+        buckets, copied = _write_buckets(
+            con, f"{texts} t JOIN read_parquet({literal(str(ordered))}) o ON {join}",
+            store or LocalStore(str(folder)), prefix, per_bucket,
+            max(1, text_bytes // max(1, count)))
+    finally:
+        con.execute("RESET disabled_optimizers")
+    if copied != count:
+        raise ValueError(f"{count} occurrences but {copied} rows with text: `{texts}` "
+                         "changed while it was read")
+    span = settings.sequences_per_shard * settings.seq_len
+    source = f"read_parquet({literal(str(ordered))})"
+    # The occurrence holding shard s's first token s * span: the one where s falls in
+    # [ceil(offset / span), ceil(end / span)).
+    starts = con.execute(
+        f"SELECT s, chunk FROM (SELECT unnest(range((\"offset\" + {span} - 1) // {span},"
+        f" (\"offset\" + est_tokens + {span} - 1) // {span})) AS s, chunk FROM {source})"
+        " ORDER BY s").fetchall()
+    accounting = _Accounting()
+    for phase, source_name, licence, tokens, number in con.execute(
+            f"SELECT phase, source, licence, sum(est_tokens), count(*) FROM {source}"
+            " GROUP BY ALL ORDER BY ALL").fetchall():
+        accounting.add_group(phase, source_name, licence, int(tokens), int(number))
+    last = scalar(con, f"SELECT max(chunk) FROM {source}")
+    return ShardPlan(buckets, per_bucket, total, count,
+                     tuple(chunk for _, chunk in starts), last, accounting)
+
+
+def _write_buckets(con: duckdb.DuckDBPyConnection, joined: str, store: Store, prefix: str,
+                   per_bucket: int, row_bytes: int) -> tuple[Buckets, int]:
+    """Writes the rows of `joined` (occurrences `o` with their texts `t`, streamed in the texts'
+    order) to objects of their bucket under `prefix`; returns the buckets and the rows written.
+
+    Rows wait in a buffer per bucket, written out as a file of the bucket when it reaches a
+    quarter of a bucket, and the largest buffers are written when all together pass two
+    buckets' worth. Not DuckDB's `COPY ... PARTITION_BY`: it buffers rows for every bucket and
+    a row group for every open file beyond its memory limit when rows are whole documents
+    (under a 61 MB limit, 4,572 rows of 23 KB into 15 buckets failed with every setting of
+    `partitioned_write_flush_threshold` and `partitioned_write_max_open_files` but one row and
+    one thread)."""
+    held: dict[int, list[pa.Table]] = defaultdict(list)
+    sizes: dict[int, int] = defaultdict(int)
+    files: dict[int, int] = defaultdict(int)
+
+    def flush(bucket: int) -> None:
+        store.write_bytes(_bucket_part(prefix, bucket, files[bucket]),
+                          parquet_bytes(pa.concat_tables(held.pop(bucket))))
+        files[bucket] += 1
+        del sizes[bucket]
+
+    reader = con.sql(
+        f"SELECT o.\"offset\", o.est_tokens, o.doc_id, o.occurrence, o.phase, o.source,"
+        f" o.licence, t.text, o.chunk FROM {joined}"
+    ).to_arrow_reader(max(1, per_bucket // 4 // row_bytes))
+    written = 0
+    for batch in reader:
+        rows = pa.Table.from_batches([batch])
+        chunks = rows["chunk"].to_numpy()
+        for bucket in np.unique(chunks).tolist():
+            part = rows.filter(pa.array(chunks == bucket)).drop_columns(["chunk"])
+            held[bucket].append(part)
+            sizes[bucket] += part.nbytes
+            if sizes[bucket] >= per_bucket // 4:
+                flush(bucket)
+        while sum(sizes.values()) > 2 * per_bucket:
+            flush(max(sizes, key=sizes.__getitem__))
+        written += rows.num_rows
+    for bucket in sorted(held):
+        flush(bucket)
+    parts = tuple(files[bucket] for bucket in range(max(files, default=-1) + 1))
+    return Buckets(store, prefix, parts), written
+
+def _write_keys(con: duckdb.DuckDBPyConnection, occurrences: str, columns: Sequence[str],
+                settings: ShardSettings, path: Path) -> None:
+    select = ", ".join(ident(column) for column in columns)
+    reader = con.sql(f"SELECT {select} FROM {occurrences}").to_arrow_reader(PLAN_BATCH)
+    index = {name: i for i, name in enumerate(settings.phases)}
+    schema = reader.schema.append(pa.field("phase_index", pa.int32())).append(
+        pa.field("shuffle_key", pa.binary(16)))
+    with pq.ParquetWriter(path, schema) as writer:
+        for batch in reader:
+            keys = [_sort_key(d, o, p, index, settings.seed) for d, o, p in zip(
+                batch["doc_id"].to_pylist(), batch["occurrence"].to_pylist(),
+                batch["phase"].to_pylist(), strict=True)]
+            writer.write_batch(pa.RecordBatch.from_arrays(
+                [*batch.columns, pa.array([key[0] for key in keys], pa.int32()),
+                 pa.array([key[1] for key in keys], pa.binary(16))], schema=schema))
+
+
+def _number(con: duckdb.DuckDBPyConnection, joined: str, path: Path,
+            per_bucket: int) -> tuple[int, int, int]:
+    """Writes the keyed occurrences that have a text (`joined`: keyed rows `o`, texts `t`) in
+    shard order with `offset` and `chunk`; returns the total tokens, the number of rows and
+    their text bytes."""
+    reader = con.sql(
+        f"SELECT o.* EXCLUDE (phase_index, shuffle_key), strlen(t.text) AS text_bytes"
+        f" FROM {joined} ORDER BY o.phase_index, o.shuffle_key, o.doc_id, o.occurrence"
+    ).to_arrow_reader(PLAN_BATCH)
+    schema = reader.schema.append(pa.field("offset", pa.int64())).append(
+        pa.field("chunk", pa.int64()))
+    position = text_bytes = count = 0
+    with pq.ParquetWriter(path, schema) as writer:
+        for batch in reader:
+            lengths = batch["est_tokens"].to_numpy(zero_copy_only=False).astype(np.int64)
+            if len(lengths) and lengths.min() < 1:
+                raise ValueError("est_tokens must count at least the EOS of every occurrence")
+            sizes = batch["text_bytes"].to_numpy(zero_copy_only=False).astype(np.int64)
+            bytes_before = text_bytes + np.cumsum(sizes) - sizes
+            ends = position + np.cumsum(lengths)
+            writer.write_batch(pa.RecordBatch.from_arrays(
+                [*batch.columns, pa.array(ends - lengths),
+                 pa.array(bytes_before // per_bucket)], schema=schema))
+            position = int(ends[-1]) if len(ends) else position
+            text_bytes += int(sizes.sum())
+            count += len(lengths)
+    return position, count, text_bytes
+
+
+def iter_planned(plan: ShardPlan) -> Iterator[Occurrence]:
+    """The planned occurrences with their text, in shard order, one bucket in memory."""
+    for number in range(len(plan.buckets.parts)):
+        rows = read_bucket(plan.buckets, number)
+        if rows is not None:
+            yield from occurrences_from_table(rows)
+
+
+@dataclass(frozen=True)
+class _Range:
+    """A task: the whole shards from `first_shard` on that hold stream tokens [start, stop)."""
+
+    first_shard: int
+    start: int
+    stop: int
+    buckets: tuple[int, ...]
+    final: bool  # holds the stream's end, so its last sequence may be padded
+    spans: str  # the store prefix of its span rows (`_SpanParts`)
+
+
+def _ranges(plan: ShardPlan, settings: ShardSettings, workers: int) -> list[_Range]:
+    span = settings.sequences_per_shard * settings.seq_len
+    shards = len(plan.shard_buckets)
+    size = max(1, -(-shards // (TASKS_PER_WORKER * max(1, workers))))
+    ranges = []
+    for first in range(0, shards, size):
+        after = min(first + size, shards)
+        last = plan.shard_buckets[after] if after < shards else plan.last_bucket
+        ranges.append(_Range(first, first * span, min(after * span, plan.total_tokens),
+                             tuple(range(plan.shard_buckets[first], last + 1)),
+                             after == shards,
+                             _join(plan.buckets.prefix, RANGES, f"range-{first:05d}")))
+    return ranges
+
+
+@dataclass(frozen=True)
+class _TokenizerSource:
+    """What a worker rebuilds the tokenizer from (once per process: `_worker_tokenizer`)."""
+
+    json_bytes: bytes
+    sha256: str
+    eos_token: str
+
+    @classmethod
+    def of(cls, tokenizer: PinnedTokenizer) -> _TokenizerSource:
+        return cls(tokenizer.json_bytes, tokenizer.sha256,
+                   tokenizer.tokenizer.id_to_token(tokenizer.eos_id))
+
+
+_WORKER_TOKENIZERS: dict[tuple[str, str], PinnedTokenizer] = {}
+
+
+def _worker_tokenizer(source: _TokenizerSource) -> PinnedTokenizer:
+    key = (source.sha256, source.eos_token)
+    if key not in _WORKER_TOKENIZERS:
+        _WORKER_TOKENIZERS[key] = tokenizer_from_bytes(source.json_bytes, source.eos_token)
+    return _WORKER_TOKENIZERS[key]
+
+
+@dataclass(frozen=True)
+class _RangeBuilder:
+    """Builds one range's shards (`.bin`, `.idx`, `.padding.npy` straight to their keys in the
+    output store) and its span rows (objects under the range's work prefix); returns the
+    shards' manifest entries and the number of span objects. Nothing stays on the machine
+    that ran it. Memory: one bucket's rows (`bucket_bytes` of text), one tokenization batch
+    and one shard's tokens (twice while it is uploaded)."""
+
+    buckets: Buckets
+    output: _StoreFiles
+    settings: ShardSettings
+    tokenizer: _TokenizerSource
+
+    def __call__(self, task: _Range) -> tuple[list[dict[str, Any]], int]:
+        tokenizer = _worker_tokenizer(self.tokenizer)
+        seq_len = self.settings.seq_len
+        spans = _SpanParts(self.buckets.store, task.spans)
+        writer = _ShardWriter(self.output, self.settings, tokenizer.dtype, spans,
+                              task.first_shard, task.start // seq_len)
+        packer = _ConcatPacker(writer, seq_len, tokenizer.pad_id, task.start)
+        with tokenizer_threads(self.settings.threads):
+            for number in task.buckets:
+                rows = read_bucket(self.buckets, number)
+                if rows is None:
+                    continue
+                offsets = rows["offset"].to_numpy()
+                inside = (offsets < task.stop) & (offsets + rows["est_tokens"].to_numpy()
+                                                  > task.start)
+                rows = rows.filter(pa.array(inside))
+                for batch in _row_batches(rows, self.settings):
+                    _pack_rows(batch, tokenizer, packer, task)
+        if task.final:
+            packer.finish()
+        elif len(packer.tail):
+            raise AssertionError("a range that is not the last ended inside a sequence")
+        writer.close()
+        return writer.shards, spans.parts
+
+
+def _row_batches(rows: pa.Table, settings: ShardSettings) -> Iterator[pa.Table]:
+    """Slices of `rows` as `_batches` cuts occurrences (by count and characters)."""
+    begin = count = chars = 0
+    for row, size in enumerate(pc.utf8_length(rows["text"]).to_pylist()):
+        count, chars = count + 1, chars + size
+        if count >= settings.batch_size or chars >= settings.batch_chars:
+            yield rows.slice(begin, row + 1 - begin)
+            begin, count, chars = row + 1, 0, 0
+    if begin < rows.num_rows:
+        yield rows.slice(begin)
+
+
+def _pack_rows(rows: pa.Table, tokenizer: PinnedTokenizer, packer: _ConcatPacker,
+               task: _Range) -> None:
+    """Tokenizes consecutive occurrences and packs the part of them inside the task's range."""
+    tokens, lengths = tokenize_batch(rows["text"].to_pylist(), tokenizer)
+    planned = rows["est_tokens"].to_numpy()
+    if not np.array_equal(lengths, planned):
+        bad = int(np.flatnonzero(lengths != planned)[0])
+        raise ValueError(
+            f"occurrence ({rows['doc_id'][bad].as_py()!r}, {rows['occurrence'][bad].as_py()}) "
+            f"has {lengths[bad]} tokens, but est_tokens says {planned[bad]}: the shard plan "
+            "needs the exact counts of this tokenizer (EOS included)")
+    starts = rows["offset"].to_numpy()
+    ends = starts + lengths
+    first = int(starts[0])
+    inside = tokens[max(0, task.start - first) : task.stop - first]
+    kept = np.minimum(ends, task.stop) - np.maximum(starts, task.start)
+    docs = _Docs(rows["doc_id"].combine_chunks().cast(pa.string()), rows["occurrence"].to_numpy(),
+                 rows["phase"].combine_chunks().cast(pa.string()))
+    packer.add(docs, inside, kept, ends <= task.stop)
+
+
+def _merge_spans(store: Store, keys: Sequence[str], target: Path) -> dict[str, Any]:
+    """The ranges' span objects, in order, rewritten in `SPAN_ROW_GROUP` row groups: the bytes
+    of a serial build's `spans.parquet`. One object (a row group) and one row group in
+    memory."""
+    spans = _SpanWriter(target)
+    for key in keys:
+        spans.add_table(read_parquet(store, key).cast(SPAN_SCHEMA))
+    return spans.close()
+
+
+def build_planned_shards(
+    plan: ShardPlan,
+    tokenizer: PinnedTokenizer,
+    directory: str | Path,
+    settings: ShardSettings,
+    info: BuildInfo,
+    workers: int,
+    *,
+    overwrite: bool = False,
+) -> ShardBuild:
+    """The shards of a plan in a local `directory`, byte-identical to `build_shards` over
+    `iter_planned(plan)` (`store_planned_shards` into a local store; memory as there)."""
+    if settings.packing == "best_fit":
+        return build_shards(iter_planned(plan), tokenizer, directory, settings, info,
+                            overwrite=overwrite)
+    directory = Path(directory)
+    _prepare(directory, overwrite)
+    manifest, timings = _build_ranges(plan, tokenizer, LocalStore(str(directory)), "",
+                                      settings, info, workers)
+    return ShardBuild(directory, manifest, timings)
+
+
+def store_planned_shards(
+    plan: ShardPlan,
+    tokenizer: PinnedTokenizer,
+    store: Store,
+    prefix: str,
+    settings: ShardSettings,
+    info: BuildInfo,
+    workers: int,
+) -> dict[str, Any]:
+    """The shards of a plan under `prefix` of `store`, `manifest.json` last; returns the
+    manifest.
+
+    `concat`: every occurrence's stream offset is known, so each shard's occurrences (with the
+    ones cut at its edges) are too: ranges of whole shards are built by `map_tasks` over
+    `workers` (the local pool, or Ray under `use_ray`), each reading only the buckets its tokens
+    lie in from the plan's store and writing its shards to their keys under `prefix` and its
+    span rows to the plan's prefix, so a task needs no disk shared with this process; then
+    the ranges' span rows are merged into `spans.parquet` (a local file, uploaded) and
+    `manifest.json` is written last. Memory per worker: one bucket's text and one shard's
+    tokens; here one row group of spans.
+
+    `best_fit` fills each sequence from a window of open ones, so a sequence depends on every
+    occurrence before it: it stays one serial build in a local folder, streaming the buckets in
+    order (one bucket in memory), then uploaded file by file (`upload_shards`)."""
+    if settings.packing == "best_fit":
+        with tempfile.TemporaryDirectory(prefix="shards-",
+                                         dir=current_budget().spill_directory) as folder:
+            build = build_shards(iter_planned(plan), tokenizer, Path(folder) / "out", settings,
+                                 info)
+            upload_shards(build.directory, store, prefix)
+            return build.manifest
+    return _build_ranges(plan, tokenizer, store, prefix, settings, info, workers)[0]
+
+
+def _build_ranges(
+    plan: ShardPlan, tokenizer: PinnedTokenizer, store: Store, prefix: str,
+    settings: ShardSettings, info: BuildInfo, workers: int,
+) -> tuple[dict[str, Any], dict[str, float]]:
+    timer = _Timer()
+    ranges = _ranges(plan, settings, workers)
+    builder = _RangeBuilder(plan.buckets, _StoreFiles(store, prefix), settings,
+                            _TokenizerSource.of(tokenizer))
+    results = timer.time("ranges", map_tasks, builder, ranges, workers)
+    shards = [entry for entries, _ in results for entry in entries]
+    keys = [_span_part(task.spans, number)
+            for task, (_, parts) in zip(ranges, results, strict=True) for number in range(parts)]
+    with tempfile.TemporaryDirectory(prefix="spans-",
+                                     dir=current_budget().spill_directory) as folder:
+        path = Path(folder) / SPANS
+        spans = timer.time("spans", _merge_spans, plan.buckets.store, keys, path)
+        timer.time("spans", store.write_file, _join(prefix, SPANS), path)
+    manifest = _manifest(settings, info, tokenizer, shards, spans, plan.accounting)
+    timer.time("manifest", store.write_bytes, _join(prefix, MANIFEST), manifest_bytes(manifest))
+    return manifest, dict(timer.seconds)
 
 
 def shard_files(manifest: Mapping[str, Any]) -> list[str]:
@@ -775,6 +1298,6 @@ def upload_shards(directory: str | Path, store: Store, prefix: str) -> list[str]
     keys = []
     for name in [*shard_files(manifest), MANIFEST]:
         key = f"{prefix.rstrip('/')}/{name}"
-        store.write_bytes(key, (directory / name).read_bytes())
+        store.write_file(key, directory / name)
         keys.append(key)
     return keys

@@ -27,7 +27,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,6 +168,7 @@ class Store(Protocol):
     def exists(self, key: str) -> bool: ...
     def read_bytes(self, key: str) -> bytes: ...
     def write_bytes(self, key: str, data: bytes) -> None: ...
+    def write_file(self, key: str, path: Path) -> None: ...
     def list(self, prefix: str) -> list[str]: ...
     def delete(self, key: str) -> None: ...
     def delete_prefix(self, prefix: str) -> int: ...
@@ -200,12 +201,14 @@ class LocalStore:
         return self._path(key).read_bytes()
 
     @staticmethod
-    def _write_temporary(path: Path, data: bytes) -> Path:
-        """`data` durably in a hidden temporary file beside `path` (not listed), to publish."""
+    def _write_temporary(path: Path, data: bytes | Iterable[bytes]) -> Path:
+        """`data` (bytes, or chunks of them) durably in a hidden temporary file beside `path`
+        (not listed), to publish."""
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
         with open(temporary, "wb") as handle:
-            handle.write(data)
+            for chunk in [data] if isinstance(data, bytes) else data:
+                handle.write(chunk)
             handle.flush()
             os.fsync(handle.fileno())
         return temporary
@@ -213,6 +216,11 @@ class LocalStore:
     def write_bytes(self, key: str, data: bytes) -> None:
         path = self._path(key)
         os.replace(self._write_temporary(path, data), path)
+
+    def write_file(self, key: str, path: Path) -> None:
+        """The local file at `path` as `key`, copied a chunk at a time."""
+        target = self._path(key)
+        os.replace(self._write_temporary(target, file_chunks(path)), target)
 
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
@@ -373,6 +381,12 @@ class S3Store:
         self._call("PUT", key, lambda: self.client.put_object(
             Bucket=self.bucket, Key=self._key(key), Body=data))
 
+    def write_file(self, key: str, path: Path) -> None:
+        """The local file at `path` as `key`: boto3's managed transfer streams it (a multipart
+        upload when large, completed only when whole)."""
+        self._call("PUT", key, lambda: self.client.upload_file(
+            str(path), self.bucket, self._key(key)))
+
     def delete(self, key: str) -> None:
         self._call("DELETE", key, lambda: self.client.delete_object(
             Bucket=self.bucket, Key=self._key(key)))
@@ -522,10 +536,50 @@ def open_store(root: str, s3_client_factory: S3ClientFactory | None = None,
 # --- Parquet ---------------------------------------------------------------------------------
 
 
+PARQUET_COMPRESSION = "zstd"
+ROW_GROUP_ROWS = 16_384
+FILE_CHUNK = 1 << 20
+
+
 def parquet_bytes(table: pa.Table) -> bytes:
     sink = io.BytesIO()
-    pq.write_table(table, sink, compression="zstd", row_group_size=16_384)
+    pq.write_table(table, sink, compression=PARQUET_COMPRESSION, row_group_size=ROW_GROUP_ROWS)
     return sink.getvalue()
+
+
+def write_parquet_file(path: str | Path, schema: pa.Schema,
+                       batches: Iterable[pa.RecordBatch]) -> int:
+    """The batches (cast to `schema`) as one Parquet file, the same bytes `parquet_bytes` gives
+    for their concatenation: the same writer options, row groups cut at the same rows. Holds one
+    row group and one batch at a time. Returns the number of rows."""
+    rows = 0
+    buffered = schema.empty_table()
+    with pq.ParquetWriter(str(path), schema, compression=PARQUET_COMPRESSION) as writer:
+        for batch in batches:
+            conformed = pa.Table.from_arrays(
+                [batch.column(name).cast(field.type) for name, field in zip(
+                    schema.names, schema, strict=True)], schema=schema)
+            buffered = pa.concat_tables([buffered, conformed])
+            rows += batch.num_rows
+            while buffered.num_rows >= ROW_GROUP_ROWS:
+                writer.write_table(buffered.slice(0, ROW_GROUP_ROWS), ROW_GROUP_ROWS)
+                buffered = buffered.slice(ROW_GROUP_ROWS)
+        if buffered.num_rows or not rows:
+            writer.write_table(buffered, ROW_GROUP_ROWS)
+    return rows
+
+
+def file_chunks(path: str | Path) -> Iterator[bytes]:
+    with open(path, "rb") as handle:
+        while chunk := handle.read(FILE_CHUNK):
+            yield chunk
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    for chunk in file_chunks(path):
+        digest.update(chunk)
+    return digest.hexdigest()
 
 
 def read_parquet(store: Store, key: str, columns: list[str] | None = None) -> pa.Table:

@@ -49,10 +49,12 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.columns import ColumnReader, child_keys, dataset_manifests, manifest_keys
+from curation.duck import duckdb_session, insert_parts, scalar
 from curation.graph import (
     ALL,
     CROSS_DEDUP,
@@ -425,45 +427,55 @@ def direct_matches(store: Store, takedowns: TakedownList,
     return matched
 
 
-def cluster_members(store: Store, partitions: Iterable[str]) -> pa.Table:
-    """`scope`, `cluster_id`, `doc_id` of every cluster row in the within-partition cluster
-    tables of `partitions` and in `cross_dedup` (scope: `asset/partition`)."""
-    tables = []
-    reader = ColumnReader(store)
+def load_cluster_members(con: duckdb.DuckDBPyConnection, store: Store,
+                         partitions: Iterable[str], table: str = "members") -> None:
+    """Table `table` (`scope`, `part`, `cluster_id`, `doc_id`) in `con`: every cluster row of
+    the within-partition cluster tables of `partitions` and of `cross_dedup` (scope:
+    `asset/partition`), one stored part at a time."""
+    con.execute(f"CREATE TABLE {table} (scope VARCHAR, part INTEGER, cluster_id VARCHAR, "
+                "doc_id VARCHAR)")
     layouts = [PartitionLayout(store, asset, partition)
                for partition in partitions for asset in PARTITION_DEDUP]
     layouts.append(PartitionLayout(store, CROSS_DEDUP, ALL))
     for layout in layouts:
         manifest = layout.read_manifest()
-        if manifest is None:
-            continue
-        for part in manifest.parts:
-            table = reader.read(part.key, ["doc_id", "cluster_id"])
-            scope = pa.array([f"{layout.asset}/{layout.partition}"] * table.num_rows, pa.string())
-            tables.append(pa.table({"scope": scope, "cluster_id": table["cluster_id"],
-                                    "doc_id": table["doc_id"]}))
-    if not tables:
-        return pa.table({"scope": pa.array([], pa.string()),
-                         "cluster_id": pa.array([], pa.string()),
-                         "doc_id": pa.array([], pa.string())})
-    return pa.concat_tables(tables)
+        if manifest is not None:
+            insert_parts(con, store, table, f"{layout.asset}/{layout.partition}",
+                         manifest.parts, 0, ["doc_id", "cluster_id"],
+                         "CAST(cluster_id AS VARCHAR), CAST(doc_id AS VARCHAR)")
 
 
-def close_over_clusters(seeds: Collection[str], members: pa.Table) -> set[str]:
-    """`seeds` plus every member of every cluster holding one of them, to a fixpoint (a copy
-    found through one table can be in a cluster of another)."""
-    found = set(seeds)
-    if not found or not members.num_rows:
-        return found
-    cluster_key = pc.binary_join_element_wise(members["scope"], members["cluster_id"], "\x1f")
-    doc_ids = members["doc_id"]
-    frontier = set(found)
-    while frontier:
-        hit = pc.is_in(doc_ids, pa.array(sorted(frontier), pa.string()))
-        clusters = pc.unique(cluster_key.filter(hit))
-        new = set(doc_ids.filter(pc.is_in(cluster_key, clusters)).to_pylist()) - found
-        found |= new
-        frontier = new
+def cluster_members(store: Store, partitions: Iterable[str]) -> pa.Table:
+    """`scope`, `cluster_id`, `doc_id` of every cluster row in the within-partition cluster
+    tables of `partitions` and in `cross_dedup` (scope: `asset/partition`), in memory (for
+    inspection; the expansion keeps them in DuckDB)."""
+    with duckdb_session() as con:
+        load_cluster_members(con, store, partitions)
+        return con.sql("SELECT scope, cluster_id, doc_id FROM members").to_arrow_table()
+
+
+def close_over_clusters(con: duckdb.DuckDBPyConnection, seeds: Collection[str],
+                        members: str) -> set[str]:
+    """`seeds` plus every member of every cluster of table `members` (`scope`, `cluster_id`,
+    `doc_id`) holding one of them, to a fixpoint (a copy found through one table can be in a
+    cluster of another). Each round joins the new documents' clusters in DuckDB; Python holds
+    only the documents found."""
+    con.register("_seeds", pa.table({"doc_id": pa.array(sorted(seeds), pa.string())}))
+    con.execute("CREATE TABLE _found AS SELECT DISTINCT doc_id FROM _seeds")
+    con.unregister("_seeds")
+    con.execute("CREATE TABLE _frontier AS SELECT doc_id FROM _found")
+    while scalar(con, "SELECT count(*) FROM _frontier"):
+        con.execute(f"""
+            CREATE OR REPLACE TABLE _frontier AS
+            WITH hit AS (SELECT DISTINCT m.scope, m.cluster_id FROM {members} m
+                         SEMI JOIN _frontier f ON f.doc_id = m.doc_id)
+            SELECT DISTINCT m.doc_id FROM {members} m
+            SEMI JOIN hit h ON h.scope = m.scope AND h.cluster_id = m.cluster_id
+            ANTI JOIN _found x ON x.doc_id = m.doc_id""")
+        con.execute("INSERT INTO _found SELECT doc_id FROM _frontier")
+    found = set(con.sql("SELECT doc_id FROM _found").to_arrow_table()["doc_id"].to_pylist())
+    con.execute("DROP TABLE _found")
+    con.execute("DROP TABLE _frontier")
     return found
 
 
@@ -471,10 +483,16 @@ def expand_takedowns(store: Store, takedown_list: TakedownList,
                      partitions: Iterable[str] | None = None) -> set[str]:
     """The documents the list matches in `partitions` (None: every complete documents
     partition) plus their exact and near-duplicate copies at other URLs, through the cluster
-    tables within those partitions and across them."""
+    tables within those partitions and across them. Memory: the cluster tables are read part
+    by part into a DuckDB session under the current budget; Python holds the documents
+    taken down."""
     wanted = _documents_partitions(store, partitions)
     seeds = direct_matches(store, takedown_list, wanted)
-    return close_over_clusters(seeds, cluster_members(store, wanted))
+    if not seeds:
+        return seeds
+    with duckdb_session() as con:
+        load_cluster_members(con, store, wanted)
+        return close_over_clusters(con, seeds, "members")
 
 
 # --- tombstones --------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -42,9 +43,11 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class TaskOutput:
-    """What one task computed: its tables by name, its statistics and its sample candidates."""
+    """What one task computed: its tables by name, its statistics and its sample candidates.
+    A table may be a local Parquet file (`curation.storage.write_parquet_file`) when it need
+    not fit in memory: it is streamed into the store, then deleted."""
 
-    tables: dict[str, pa.Table]
+    tables: dict[str, pa.Table | Path]
     stats: StageStats
     sample_ids: list[str] = field(default_factory=list)
 
@@ -111,6 +114,8 @@ class _RunTask:
         for name, table in sorted(output.tables.items()):
             target, table_name = self.run.layout_for(name)
             parts[name] = target.write_table(table_name, index, table)
+            if isinstance(table, Path):
+                table.unlink()
         output.stats.task_seconds = time.perf_counter() - started
         output.stats.tasks_run = 1
         layout.write_marker(index, {

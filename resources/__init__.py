@@ -22,12 +22,14 @@ from dagster_aws.s3 import S3Resource
 from pydantic import Field, PrivateAttr
 
 from curation.config import PipelineConfig, RecipeConfig, load_pipeline, load_recipe, recipe_names
+from curation.duck import DEFAULT_MEMORY_GB, MEMORY_ENV, use_budget
 from curation.executor import use_ray
 from curation.graph import ALL
 from curation.storage import InputReader, Store, open_store
 from curation.tasks import PartitionLock, hold_locks
 
 PIPELINE_ENV, ROOT_ENV, WORKERS_ENV = "CORPUS_PIPELINE", "CORPUS_ROOT", "CORPUS_WORKERS"
+RAY_ENV = "CORPUS_RAY_ADDRESS"
 DEFAULT_PIPELINE, DEFAULT_ROOT, DEFAULT_WORKERS = "pipeline.yaml", "data", 2
 CATALOG_FILE = "catalog.duckdb"
 
@@ -145,16 +147,25 @@ class ComputeResource(EnvironmentResource):
     cluster when `ray_address` is set ("local" starts one in the run process)."""
 
     ENVIRONMENT: ClassVar[dict[str, Callable[[], Any]]] = {
-        "workers": lambda: int(EnvVar(WORKERS_ENV).get_value(str(DEFAULT_WORKERS)))}
+        "workers": lambda: int(EnvVar(WORKERS_ENV).get_value(str(DEFAULT_WORKERS))),
+        "ray_address": lambda: EnvVar(RAY_ENV).get_value() or None}
 
     workers: int | None = Field(default=None, ge=0, description=f"Worker processes (0: in the "
                                 f"run process); unset: ${WORKERS_ENV} when a run starts, else "
                                 f"{DEFAULT_WORKERS}")
     ray_address: str | None = Field(default=None,
-                                    description="Ray cluster address, or 'local'; None: no Ray")
+                                    description=f"Ray cluster address, or 'local'; unset: "
+                                    f"${RAY_ENV} when a run starts, else no Ray")
+    memory_gb: float | None = Field(
+        default=None, gt=0, description=f"Memory one global step may hold (GB) before it "
+        f"spills to disk (docs/scale.md); unset: ${MEMORY_ENV}, else {DEFAULT_MEMORY_GB}")
+    spill_directory: str | None = Field(
+        default=None, description="Local folder the global steps spill to; unset: the system "
+        "temporary folder")
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         use_ray(self.ray_address)
+        use_budget(self.memory_gb, self.spill_directory)
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         use_ray(None)

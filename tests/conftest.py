@@ -96,7 +96,7 @@ def s3_endpoint():
         try:
             requests.get(endpoint, timeout=1)
             break
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # a loaded machine starts it slowly
             assert time.monotonic() < deadline, "moto_server did not start"
             time.sleep(0.2)
     yield endpoint

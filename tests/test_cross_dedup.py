@@ -15,7 +15,7 @@ from corpus_assets.main_job import main_run_config
 from curation.partition import PartitionLayout
 from curation.storage import LocalStore
 from partitions import SNAPSHOT_PARTITIONS_NAME
-from resources import PipelineResource, StorageResource
+from resources import ComputeResource, PipelineResource, StorageResource
 
 FILE = "warc/non_cc/dolma_wget-sample-0000_22responses.warc.gz"
 OTHER = "warc/non_cc/dolma_wget-sample-0001_15responses.warc.gz"
@@ -44,7 +44,8 @@ def _materialize(instance, tmp_path: Path, snapshots: list[str], new: list[str])
     result = materialize(
         [cross_dedup, cross_dedup_kept_members_valid], instance=instance,
         resources={"pipeline": PipelineResource(path=str(pipeline)),
-                   "storage": StorageResource(root=str(tmp_path / "data"), s3=S3Resource())})
+                   "storage": StorageResource(root=str(tmp_path / "data"), s3=S3Resource()),
+                   "compute": ComputeResource(workers=0)})
     assert result.success
     return _cross_metadata(instance)
 

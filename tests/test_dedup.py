@@ -14,14 +14,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from curation import dedup
+from curation import components, dedup
+from curation.components import connected_components
+from curation.config import DedupSettings
 from curation.dedup import (
     CrossIndex,
     Ranking,
     choose_kept,
     cluster_by_key,
     cluster_near_duplicates,
-    connected_components,
     frequent_lines,
     line_hash_table,
     line_hashes,
@@ -30,6 +31,21 @@ from curation.dedup import (
     text_hash,
     url_hash,
 )
+from curation.duck import MEMORY_ENV, SPILL_ENV, DuckDBSettings
+from curation.graph import (
+    ALL,
+    CROSS_DEDUP,
+    DEDUP_CLUSTERS,
+    DOCUMENTS,
+    EXACT_DEDUP,
+    LINE_DEDUP,
+    MINHASH_SIGNATURES,
+    URL_DEDUP,
+)
+from curation.partition import Manifest, PartitionLayout
+from curation.stages.base import DocumentsInput
+from curation.stages.dedup import run_cross_dedup, run_partition_dedup
+from curation.storage import LocalStore, parquet_bytes, write_parquet_file
 from curation.urls import canonical_url
 
 BANDS = [f"band_{b:02d}" for b in range(14)]
@@ -273,7 +289,7 @@ def test_clusters_match_oracle_and_ignore_input_order(
     shuffled = table.take(pa.array(np.random.default_rng(3).permutation(table.num_rows)))
     pq.write_table(shuffled.slice(0, 1000), tmp_path / "a.parquet")
     pq.write_table(shuffled.slice(1000), tmp_path / "b.parquet")
-    monkeypatch.setattr(dedup, "EDGE_BATCH", 17)  # many small union-find batches
+    monkeypatch.setattr(components, "EDGE_BATCH", 17)  # many small union-find batches
     settings = dedup.DuckDBSettings(memory_limit="200MB", threads=1, temp_directory=str(tmp_path))
     again = cluster_near_duplicates([tmp_path / "b.parquet", tmp_path / "a.parquet"],
                                     settings=settings).table
@@ -419,6 +435,28 @@ def test_cross_index_incremental_equals_all_at_once(tmp_path: Path) -> None:
     assert other_order.clusters().table.equals(incremental)
 
 
+def test_components_in_duckdb_give_the_same_clusters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = random_bands(3000, seed=4)
+    in_memory = cluster_near_duplicates(table)
+    index = CrossIndex(tmp_path / "index")
+    for name, part in partition_keys(seed=13).items():
+        index.add_partition(name, part)
+    cross = index.clusters()
+    assert in_memory.stats.rounds == cross.stats.rounds == 0
+    # A budget no node fits: components run as hooking rounds in DuckDB, under 64 MB.
+    monkeypatch.setenv(MEMORY_ENV, "0.000001")
+    settings = DuckDBSettings(memory_limit="64MB", threads=1, temp_directory=str(tmp_path))
+    in_duckdb = cluster_near_duplicates(table, settings=settings)
+    assert in_duckdb.table.equals(in_memory.table)
+    assert in_duckdb.stats.rounds > 0
+    assert {**vars(in_duckdb.stats), "rounds": 0} == vars(in_memory.stats)
+    index.settings = settings
+    assert index.clusters().table.equals(cross.table)
+    assert index.clusters().stats.rounds > 0
+
+
 def test_cross_index_add_is_idempotent_and_reads_parquet(tmp_path: Path) -> None:
     parts = partition_keys(seed=12, partitions=2, documents=300)
     pq.write_table(parts["p1"], tmp_path / "p1.parquet")
@@ -443,3 +481,104 @@ def test_cross_index_caps_hot_buckets_per_partition(tmp_path: Path) -> None:
     later = index.add_partition("b", band_table({"b0": {"band_00": 5}}, seed=2))
     assert later.to_pylist() == [{"doc_id": "b0", "other_doc_id": min(kept), "key_type": "minhash"}]
     assert index.clusters().table["doc_id"].to_pylist() == [*kept, "b0"]
+
+
+# --- the stages: outputs streamed, the same bytes under any budget -----------------------------
+
+
+def test_streamed_parquet_file_has_parquet_bytes_layout(tmp_path: Path) -> None:
+    rows = 40_000  # three row groups
+    table = pa.table({"doc_id": [f"d{i:06d}" for i in range(rows)],
+                      "n": pa.array(np.arange(rows) % 7, pa.int64())})
+    layout = PartitionLayout(LocalStore(str(tmp_path / "store")), "x", "p")
+    for name, source in (("whole", table), ("empty", table.slice(0, 0))):
+        path = tmp_path / f"{name}.parquet"
+        batches = [*source.to_batches(max_chunksize=999), pa.RecordBatch.from_pylist(
+            [], source.schema)]  # a trailing empty batch adds no row group
+        assert write_parquet_file(path, source.schema, batches) == source.num_rows
+        assert path.read_bytes() == parquet_bytes(source)
+        streamed, direct = layout.write_table(name, 0, path), layout.write_table(name, 1, source)
+        assert (streamed.rows, streamed.bytes, streamed.sha256) == \
+            (direct.rows, direct.bytes, direct.sha256)
+        assert layout.store.read_bytes(streamed.key) == parquet_bytes(source)
+
+
+def _documents(partition: str, documents: int, seed: int) -> tuple[list[pa.Table], pa.Table]:
+    """Three documents parts (URL, exact-text and boilerplate-line duplicates, some copied
+    from partition `A`) and the partition's band hashes (a few shared values)."""
+    rng = random.Random(seed)
+    pool = random.Random(0)
+    texts = ["\n".join(f"line {pool.getrandbits(40)} of text {t}" for _ in range(4))
+             for t in range(documents)]
+    rows = []
+    for i in range(documents):
+        text = texts[rng.randrange(documents // 4)] if rng.random() < 0.2 else \
+            f"own text {partition} {i} {rng.getrandbits(60)}"
+        if rng.random() < 0.4:
+            text += "\nCopyright Example Corporation, all rights reserved."
+        if rng.random() < 0.03:
+            text = "Copyright Example Corporation, all rights reserved."  # empty after edits
+        url = f"https://example.com/{rng.randrange(300) if rng.random() < 0.2 else i}"
+        rows.append({"doc_id": f"{partition}-{i:05d}", "source": "web", "snapshot": partition,
+                     "url": url, "text": text})
+    table = pa.Table.from_pylist(rows)
+    parts = [table.slice(start, documents // 3 + 1) for start in
+             range(0, documents, documents // 3 + 1)]
+    bands = {row["doc_id"]: {b: rng.randrange(40) for b in BANDS if rng.random() < 0.02}
+             for row in rows}
+    return parts, band_table(bands, seed)
+
+
+def _write_partition(store: LocalStore, asset: str, partition: str,
+                     parts: list[pa.Table]) -> None:
+    layout = PartitionLayout(store, asset, partition)
+    layout.write_manifest(Manifest(asset, partition, "v1", [
+        layout.write_part(index, part) for index, part in enumerate(parts)]))
+
+
+def _outputs(store: LocalStore, asset: str, partition: str) -> list[tuple[str, int, str]]:
+    manifest = PartitionLayout(store, asset, partition).complete_manifest()
+    parts = [*manifest.parts, *(p for name in sorted(manifest.tables)
+                                for p in manifest.tables[name])]
+    return [(part.key, part.rows, part.sha256) for part in parts]
+
+
+def test_dedup_stages_write_the_same_bytes_under_a_tiny_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = DedupSettings(cross_near_duplicates=True, line_max_documents=20)
+    stores, stats = {}, {}
+    for budget, workers in (("2", 0), ("0.000001", 2)):
+        monkeypatch.setenv(MEMORY_ENV, budget)  # tiny: components as rounds, DuckDB at 64 MB
+        monkeypatch.setenv(SPILL_ENV, str(tmp_path / f"spill-{budget}"))
+        (tmp_path / f"spill-{budget}").mkdir()
+        store = stores[budget] = LocalStore(str(tmp_path / budget))
+        for seed, partition in enumerate(["A", "B"]):
+            parts, bands = _documents(partition, 600, seed)
+            _write_partition(store, DOCUMENTS, partition, parts)
+            _write_partition(store, MINHASH_SIGNATURES, partition, [bands])
+            for stage in (URL_DEDUP, EXACT_DEDUP, DEDUP_CLUSTERS, LINE_DEDUP):
+                result = run_partition_dedup(DocumentsInput(store, partition), stage, settings,
+                                             {})
+                stats[budget, stage, partition] = result.stats
+                assert not store.list(f"{stage}/{partition}/_work")
+        # Worker processes write the per-part facts (a pool start is slow: once here).
+        stats[budget, CROSS_DEDUP] = run_cross_dedup(store, ["A", "B"], settings,
+                                                     workers=workers).stats
+        assert not store.list(f"{CROSS_DEDUP}/all/_work")
+        assert list((tmp_path / f"spill-{budget}").iterdir()) == []  # local outputs removed
+    small, tiny = stores.values()
+    for stage in (URL_DEDUP, EXACT_DEDUP, DEDUP_CLUSTERS, LINE_DEDUP):
+        for partition in ("A", "B"):
+            assert _outputs(small, stage, partition) == _outputs(tiny, stage, partition)
+            rows = PartitionLayout(small, stage, partition).complete_manifest().rows
+            assert rows > 20, (stage, partition)  # a real test: duplicates found
+    assert _outputs(small, CROSS_DEDUP, ALL) == _outputs(tiny, CROSS_DEDUP, ALL)
+    cross = PartitionLayout(small, CROSS_DEDUP, ALL).read_table()
+    assert {d[0] for d in cross["doc_id"].to_pylist()} == {"A", "B"}
+    near, tiny_near = stats["2", DEDUP_CLUSTERS, "A"], stats["0.000001", DEDUP_CLUSTERS, "A"]
+    assert near.counts["component_rounds"] == 0 < tiny_near.counts["component_rounds"]
+    assert stats["0.000001", CROSS_DEDUP].counts["component_rounds"] > 0
+    assert near.rejects == tiny_near.rejects and near.rejects["near_duplicate"] > 0
+    edited = stats["2", LINE_DEDUP, "A"]
+    assert edited.counts["lines_removed"] > 100 and edited.rejects["empty_after_edits"] > 0

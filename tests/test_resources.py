@@ -33,11 +33,15 @@ def test_a_run_writes_under_the_root_its_environment_names(tmp_path: Path, monke
 
 
 def test_unset_variables_keep_the_defaults(monkeypatch):
-    for variable in ("CORPUS_ROOT", "CORPUS_PIPELINE", "CORPUS_WORKERS"):
+    for variable in ("CORPUS_ROOT", "CORPUS_PIPELINE", "CORPUS_WORKERS", "CORPUS_RAY_ADDRESS"):
         monkeypatch.delenv(variable, raising=False)
     assert StorageResource(s3=S3Resource()).from_environment().root == "data"
     assert PipelineResource().from_environment().path == "pipeline.yaml"
     assert ComputeResource().from_environment().workers == 2
+    assert ComputeResource().from_environment().ray_address is None
+    # A backfill takes no run configuration: the code server's environment names the cluster.
+    monkeypatch.setenv("CORPUS_RAY_ADDRESS", "ray://head:10001")
+    assert ComputeResource().from_environment().ray_address == "ray://head:10001"
     monkeypatch.setenv("CORPUS_WORKERS", "5")
     assert ComputeResource().from_environment().workers == 5
     # What run configuration sets wins over the environment.

@@ -24,17 +24,18 @@ import hashlib
 import heapq
 import json
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from curation.config import PipelineConfig, RecipeConfig, dataset_version, stable_hash
+from curation.duck import current_budget, duckdb_session, literal, register, register_table, scalar
 from curation.graph import (
     ALL,
     CROSS_DEDUP,
@@ -46,22 +47,28 @@ from curation.graph import (
     TOKENIZER,
 )
 from curation.mix import (
+    BATCH_ROWS,
     KERNEL_VERSION,
-    TAKEDOWN,
-    MixResult,
-    build_mix,
+    MIX_DECISION_SCHEMA,
+    OCCURRENCE_SCHEMA,
+    MixRun,
+    conform,
+    decision_rows,
+    drawn,
+    occurrence_rows,
     ran_out_notes,
-    selected_texts,
+    run_mix,
     share_failures,
 )
-from curation.partition import Manifest, PartitionLayout
+from curation.partition import Manifest, PartFile, PartitionLayout
 from curation.shards import (
     BuildInfo,
     Occurrence,
+    ShardPlan,
     ShardSettings,
-    build_shards,
-    shuffle_order,
-    upload_shards,
+    iter_planned,
+    plan_shards,
+    store_planned_shards,
 )
 from curation.storage import LocalStore, Store
 from curation.takedowns import (
@@ -195,7 +202,7 @@ def input_versions(store: Store, recipe: RecipeConfig) -> dict[str, str]:
 @dataclass(frozen=True)
 class MixBuild:
     manifest: Manifest
-    result: MixResult | None  # None when the stored mix was current
+    result: MixRun | None  # None when the stored mix was current
 
 
 @dataclass(frozen=True)
@@ -208,35 +215,51 @@ class TakenDown:
     tokens: int
 
 
-def apply_takedowns(store: Store, recipe: RecipeConfig, result: MixResult,
-                    takedowns: TakedownList) -> tuple[pa.Table, pa.Table, TakenDown]:
-    """The occurrences and decisions without the taken-down documents (their decisions say
-    `takedown`), after selection and repeat counts are fixed."""
-    if takedowns.version == EMPTY_VERSION:
-        return result.occurrences, result.decisions, TakenDown(EMPTY_VERSION, frozenset(), 0, 0)
-    gone = expand_takedowns(store, takedowns, recipe.partition_keys())
-    save_tombstones(store, takedowns, gone)
-    ids = pa.array(sorted(gone), pa.string())
-    occurrences = result.occurrences
-    cut = pc.is_in(occurrences["doc_id"], ids)
-    removed = occurrences.filter(cut)
-    decisions = result.decisions
-    hit = pc.is_in(decisions["doc_id"], ids)
-    decisions = decisions.set_column(
-        decisions.schema.get_field_index("kept"), "kept",
-        pc.and_(decisions["kept"], pc.invert(hit)))
-    decisions = decisions.set_column(
-        decisions.schema.get_field_index("rule"), "rule",
-        pc.if_else(hit, pa.scalar(TAKEDOWN), decisions["rule"]))
-    tokens = int(pc.sum(removed["est_tokens"]).as_py() or 0)
-    return (occurrences.filter(pc.invert(cut)), decisions,
-            TakenDown(takedowns.version, frozenset(gone), removed.num_rows, tokens))
+TAKEN_DOWN = "taken_down"  # the mix session's table of the documents the takedowns remove
+PART_ROWS = 1 << 18  # rows per stored part of the mix's occurrences and decisions
+
+
+def apply_takedowns(con: duckdb.DuckDBPyConnection, store: Store, recipe: RecipeConfig,
+                    takedowns: TakedownList) -> TakenDown:
+    """Table `TAKEN_DOWN` (`doc_id`) in the mix's session `con`: the documents the takedown
+    list matches and their duplicates, which the stored occurrences leave out and the stored
+    decisions mark `takedown` (`occurrence_rows`, `decision_rows`) after selection and repeat
+    counts are fixed; and what that cuts."""
+    gone: set[str] = set()
+    if takedowns.version != EMPTY_VERSION:
+        gone = expand_takedowns(store, takedowns, recipe.partition_keys())
+        save_tombstones(store, takedowns, gone)
+    con.register("_gone", pa.table({"doc_id": pa.array(sorted(gone), pa.string())}))
+    con.execute(f"CREATE TABLE {TAKEN_DOWN} AS SELECT doc_id FROM _gone")
+    con.unregister("_gone")
+    occurrences, tokens = drawn(con, TAKEN_DOWN)
+    return TakenDown(takedowns.version, frozenset(gone), occurrences, tokens)
+
+
+def write_rows(con: duckdb.DuckDBPyConnection, query: str, schema: pa.Schema,
+               write: Callable[[int, pa.Table], PartFile], rows: int = PART_ROWS
+               ) -> list[PartFile]:
+    """The rows of `query`, in order, stored as parts of `rows` rows (`write(index, table)`;
+    one empty part when there are none), with one part and one DuckDB batch in memory."""
+    parts: list[PartFile] = []
+    reader = con.sql(query).to_arrow_reader(BATCH_ROWS)
+    held = pa.Table.from_batches([], reader.schema)
+    for batch in reader:
+        held = pa.concat_tables([held, pa.Table.from_batches([batch])])
+        while held.num_rows >= rows:
+            parts.append(write(len(parts), conform(held.slice(0, rows), schema)))
+            held = held.slice(rows)
+    if held.num_rows or not parts:
+        parts.append(write(len(parts), conform(held, schema)))
+    return parts
 
 
 def build_and_store_mix(store: Store, recipe_name: str, recipe: RecipeConfig,
                         tokenizer: PinnedTokenizer, pipeline: PipelineConfig,
                         run_id: str | None = None) -> MixBuild:
-    """The recipe's mix, rebuilt only when its version changed, under its partition's lock."""
+    """The recipe's mix, rebuilt only when its version changed, under its partition's lock.
+    Memory: the mix's DuckDB session under the current budget (`curation.mix`), then its
+    decisions and occurrences streamed to the store `PART_ROWS` rows at a time."""
     with hold_locks(store, [MIX], recipe_name, run_id=run_id):
         return _mix(store, recipe_name, recipe, tokenizer, pipeline)
 
@@ -253,30 +276,36 @@ def _mix(store: Store, recipe_name: str, recipe: RecipeConfig, tokenizer: Pinned
     existing = layout.read_manifest()
     if existing is not None and existing.version == version:
         return MixBuild(existing, None)
-    result = build_mix(store, recipe, tokenizer=tokenizer, curated_sources=curated)
-    occurrences, decisions, taken = apply_takedowns(store, recipe, result, takedowns)
-    layout.prepare(version)
+    with duckdb_session() as con:
+        run = run_mix(con, store, recipe, tokenizer=tokenizer, curated_sources=curated)
+        taken = apply_takedowns(con, store, recipe, takedowns)
+        selected = scalar(con, f"SELECT count(*) FROM decisions WHERE kept AND doc_id NOT IN "
+                               f"(SELECT doc_id FROM {TAKEN_DOWN})")
+        layout.prepare(version)
+        occurrences = write_rows(con, occurrence_rows(TAKEN_DOWN), OCCURRENCE_SCHEMA,
+                                 layout.write_part)
+        decisions = write_rows(con, decision_rows(run.recipe, removed=TAKEN_DOWN),
+                               MIX_DECISION_SCHEMA,
+                               lambda index, table: layout.write_table("decisions", index, table))
     manifest = Manifest(
-        MIX, recipe_name, version, [layout.write_part(0, occurrences)],
-        tables={"decisions": [layout.write_table("decisions", 0, decisions)],
-                "shares": [layout.write_table("shares", 0, result.shares)]},
-        extra=summary(result, decisions, taken, pipeline.gates.mix_share_tolerance))
+        MIX, recipe_name, version, occurrences,
+        tables={"decisions": decisions,
+                "shares": [layout.write_table("shares", 0, run.shares)]},
+        extra=summary(run, selected, taken, pipeline.gates.mix_share_tolerance))
     layout.write_manifest(manifest)
-    return MixBuild(manifest, result)
+    return MixBuild(manifest, run)
 
 
-def summary(result: MixResult, decisions: pa.Table, taken: TakenDown,
-            tolerance: float) -> dict[str, Any]:
+def summary(run: MixRun, selected: int, taken: TakenDown, tolerance: float) -> dict[str, Any]:
     """The manifest's account of the mix; `selected` counts what the takedowns left,
     `delivered_tokens` the tokens the shards will hold (exact counts, EOS included)."""
-    return {"funnel": result.funnel, "candidates": result.candidates,
-            "selected": int(pc.sum(decisions["kept"]).as_py() or 0),
-            "total_tokens": result.total_tokens,
-            "achieved_tokens": result.achieved_tokens, "token_counts": result.token_counts,
-            "bytes_per_token": result.bytes_per_token,
-            "delivered_tokens": result.achieved_tokens - taken.tokens,
-            "planned_share_failures": share_failures(result.shares, tolerance),
-            "ran_out": ran_out_notes(result.shares),
+    return {"funnel": run.funnel, "candidates": run.candidates, "selected": selected,
+            "total_tokens": run.total_tokens,
+            "achieved_tokens": run.achieved_tokens, "token_counts": run.token_counts,
+            "bytes_per_token": run.bytes_per_token,
+            "delivered_tokens": run.achieved_tokens - taken.tokens,
+            "planned_share_failures": share_failures(run.shares, tolerance),
+            "ran_out": ran_out_notes(run.shares),
             "takedown_version": taken.version, "taken_down_documents": len(taken.documents),
             "taken_down_occurrences": taken.occurrences,
             "taken_down_tokens": taken.tokens}
@@ -289,29 +318,59 @@ def read_occurrences(store: Store, recipe_name: str) -> pa.Table:
 # --- shards ----------------------------------------------------------------------------------
 
 
-def _texts(store: Store, occurrences: pa.Table) -> dict[str, str]:
-    """Scrubbed text of every document the mix selected."""
-    texts: dict[str, str] = {}
-    for rows in selected_texts(store, occurrences):
-        texts.update(zip(rows["doc_id"].to_pylist(), rows["text"].to_pylist(), strict=True))
-    return texts
+def _register_shard_inputs(con: duckdb.DuckDBPyConnection, store: Store,
+                           occurrences: pa.Table | PartitionLayout) -> None:
+    """Views `shard_occurrences` (the mix's occurrences: a table, or the stored mix's parts)
+    and `shard_texts` (`partition`, `doc_id`, `text` of the scrubbed parts of every partition
+    they draw from), read lazily by DuckDB."""
+    if isinstance(occurrences, pa.Table):
+        register(con, "shard_occurrences", occurrences)
+    else:
+        register_table(con, "shard_occurrences", occurrences)
+    partitions = [row[0] for row in con.execute(
+        "SELECT DISTINCT partition FROM shard_occurrences ORDER BY 1").fetchall()]
+    selects = ["SELECT NULL::VARCHAR AS partition, NULL::VARCHAR AS doc_id,"
+               " NULL::VARCHAR AS text WHERE false"]
+    for number, partition in enumerate(partitions):
+        register_table(con, f"scrubbed_{number}", PartitionLayout(store, SCRUBBED, partition),
+                       columns=["doc_id", "text"])
+        selects.append(f"SELECT {literal(partition)} AS partition, doc_id, text"
+                       f" FROM scrubbed_{number}")
+    con.execute(f"CREATE OR REPLACE VIEW shard_texts AS {' UNION ALL '.join(selects)}")
+
+
+@contextmanager
+def shard_plan(store: Store, occurrences: pa.Table | PartitionLayout, settings: ShardSettings,
+               work: str | None = None) -> Iterator[ShardPlan]:
+    """The mix's occurrences in shard order, bucketed with their scrubbed text
+    (`curation.shards.plan_shards`): the buckets under the `work` prefix of `store`, where
+    range tasks on any node read them (None: in the local work folder, for a reader in this
+    process). The local work folder under the budget's spill directory and the work prefix are
+    removed after, the prefix also before (a killed build's leftovers). Memory: the budget's
+    DuckDB session and one Arrow batch."""
+    budget = current_budget()
+    with tempfile.TemporaryDirectory(prefix="shard-plan-", dir=budget.spill_directory) as local:
+        if work is not None:
+            store.delete_prefix(work)
+        try:
+            with duckdb_session() as con:
+                _register_shard_inputs(con, store, occurrences)
+                plan = plan_shards(con, "shard_occurrences", "shard_texts",
+                                   ("partition", "doc_id"), settings, Path(local),
+                                   store=None if work is None else store, prefix=work or "")
+            yield plan
+        finally:
+            if work is not None:
+                store.delete_prefix(work)
 
 
 def ordered_occurrences(store: Store, occurrences: pa.Table,
                         recipe: RecipeConfig) -> Iterator[Occurrence]:
     """The mix's occurrences in shuffle order (phases in recipe order, then the keyed hash of
-    doc_id and occurrence), with their scrubbed text."""
-    phases = [phase.name for phase in recipe.phases]
-    order = shuffle_order(occurrences["doc_id"].to_pylist(),
-                          occurrences["occurrence"].to_pylist(),
-                          occurrences["phase"].to_pylist(), phases, recipe.seed)
-    texts = _texts(store, occurrences)
-    columns = occurrences.select(["doc_id", "occurrence", "phase", "source", "licence"])
-    for start in range(0, len(order), TEXT_BATCH):
-        batch = columns.take(pa.array(np.asarray(order[start:start + TEXT_BATCH]))).to_pylist()
-        for row in batch:
-            yield Occurrence(row["doc_id"], row["occurrence"], row["phase"],
-                             texts[row["doc_id"]], row["source"], row["licence"])
+    doc_id and occurrence), with their scrubbed text: read from the plan's buckets one at a
+    time, never every text at once."""
+    with shard_plan(store, occurrences, ShardSettings.from_recipe(recipe)) as plan:
+        yield from iter_planned(plan)
 
 
 @dataclass(frozen=True)
@@ -326,22 +385,35 @@ def shards_prefix(dataset_version: str) -> str:
     return f"{SHARDS}/{dataset_version}"
 
 
+def shards_work_prefix(dataset_version: str) -> str:
+    """The build's buckets and range outputs, removed when it ends."""
+    return f"{SHARDS}/_work/{dataset_version}"
+
+
 def build_dataset_shards(store: Store, recipe_name: str, recipe: RecipeConfig,
-                         occurrences: pa.Table, tokenizer: PinnedTokenizer,
+                         occurrences: pa.Table | None, tokenizer: PinnedTokenizer,
                          info: BuildInfo, threads: int) -> ShardsBuild:
-    """Tokenizes, packs and writes the shards of `info.version` unless they exist already."""
+    """Tokenizes, packs and writes the shards of `info.version` unless they exist already.
+
+    `occurrences`: the mix's (None: its stored parts, which DuckDB reads lazily); `threads`:
+    the worker processes that build ranges of shards in parallel (`map_tasks`, on Ray under
+    `use_ray`), one tokenizer thread each, reading their buckets from and writing their
+    shards to `store` (no disk shared with this process); `best_fit` packing is one serial,
+    streaming build on `threads` tokenizer threads (`store_planned_shards`). Memory: the
+    plan's DuckDB session under the budget, then per worker one bucket's text and one shard's
+    tokens."""
     prefix = shards_prefix(info.version)
     layout = PartitionLayout(store, SHARDS, recipe_name)
     if store.exists(f"{prefix}/manifest.json"):
         manifest = json.loads(store.read_bytes(f"{prefix}/manifest.json"))
         rebuilt = False
     else:
-        settings = ShardSettings.from_recipe(recipe, threads=max(1, threads))
-        with tempfile.TemporaryDirectory(prefix="shards-") as folder:
-            build = build_shards(ordered_occurrences(store, occurrences, recipe), tokenizer,
-                                 Path(folder) / "out", settings, info)
-            upload_shards(build.directory, store, prefix)
-            manifest = build.manifest
+        serial = recipe.packing == "best_fit"
+        settings = ShardSettings.from_recipe(recipe, threads=max(1, threads) if serial else 1)
+        source = PartitionLayout(store, MIX, recipe_name) if occurrences is None else occurrences
+        with shard_plan(store, source, settings, shards_work_prefix(info.version)) as plan:
+            manifest = store_planned_shards(plan, tokenizer, store, prefix, settings, info,
+                                            threads)
         rebuilt = True
     layout.prepare(info.version)
     part = layout.write_part(0, pa.table({"dataset_version": [info.version],
@@ -369,12 +441,12 @@ def shards_version(store: Store, recipe_name: str, recipe: RecipeConfig,
 def run_shards(store: Store, recipe_name: str, recipe: RecipeConfig, pipeline: PipelineConfig,
                threads: int, run_id: str | None = None) -> ShardsBuild:
     """The recipe's shards under the dataset version of its stored mix and tokenizer, built
-    only when that version's folder has no manifest yet, under the partition's lock."""
+    only when that version's folder has no manifest yet, under the partition's lock, by
+    `threads` worker processes (`build_dataset_shards`)."""
     tokenizer = load_stored_tokenizer(store, recipe_name)
     info = shards_version(store, recipe_name, recipe, pipeline, tokenizer)
     with hold_locks(store, [SHARDS], recipe_name, run_id=run_id):
-        return build_dataset_shards(store, recipe_name, recipe,
-                                    read_occurrences(store, recipe_name), tokenizer, info,
+        return build_dataset_shards(store, recipe_name, recipe, None, tokenizer, info,
                                     threads)
 
 

@@ -4,33 +4,57 @@ lines) and the cross-partition links, around the kernels in `curation/dedup.py`.
 Clusters never depend on a recipe. Each non-kept member gets a decision row whose `kept_doc_id`
 names the member the default ranking keeps (curated first, earliest snapshot, longest text); the
 mix applies the same ranking to the members that pass its selection.
+
+Memory: each stage is one task for the whole partition (or all partitions, for `cross_dedup`),
+but no whole-partition table is held in Python. Workers read one documents part at a time and
+write its per-part facts (ranking facts, URL and text hashes, line hashes) as Parquet to a work
+prefix in the store (`{asset}/{partition}/_work`, removed after); one DuckDB session under the
+memory budget reads those files and the signatures, groups, finds the components, ranks, and
+its sorted results are streamed into local Parquet files (`write_parquet_file`, the bytes
+`parquet_bytes` gives) that the task uploads by streaming. Peak memory: one part in a worker,
+DuckDB's `memory_limit`, one row group in the writer.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
-from collections import Counter
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.config import DedupSettings, stable_hash
 from curation.dedup import (
     CLUSTER_SCHEMA,
-    Clusters,
+    LINE_EDITS_ORDER,
+    LINE_HASH_SCHEMA,
+    ClusterStats,
     CrossIndex,
     Ranking,
-    choose_kept,
-    cluster_by_key,
-    cluster_near_duplicates,
-    frequent_lines,
+    choose_kept_sql,
+    frequent_lines_sql,
+    key_clusters_sql,
     line_hash_table,
+    near_duplicate_clusters_sql,
     text_hash,
     url_hash,
+)
+from curation.duck import (
+    copy_to_parquet,
+    current_budget,
+    duckdb_session,
+    literal,
+    register_parts,
+    register_table,
+    scalar,
 )
 from curation.executor import map_tasks
 from curation.graph import (
@@ -44,10 +68,10 @@ from curation.graph import (
     URL_DEDUP,
 )
 from curation.partition import Manifest, PartitionLayout
-from curation.schema import EDIT_SCHEMA, decisions_table
+from curation.schema import DECISION_SCHEMA, EDIT_SCHEMA
 from curation.stages.base import DocumentsInput
 from curation.stats import StageStats
-from curation.storage import LocalStore, Store, read_parquet
+from curation.storage import ROW_GROUP_ROWS, LocalStore, Store, parquet_bytes, write_parquet_file
 from curation.tasks import PartitionResult, PartitionRun, TaskOutput, hold_locks, run_partition
 
 KERNEL_VERSION = "dedup-1"
@@ -59,141 +83,235 @@ OUTPUT_SCHEMA = pa.schema([*CLUSTER_SCHEMA, pa.field("kept_doc_id", pa.string())
 
 
 _KEY_COLUMNS = {URL: "url_hash", EXACT: "text_hash"}
+WORK = "_work"
+FACTS_SCHEMA = pa.schema([("doc_id", pa.string()), ("source", pa.string()),
+                          ("snapshot", pa.string()), ("text_chars", pa.int32())])
+KEYS_SCHEMA = pa.schema([("doc_id", pa.string()), ("url_hash", pa.uint64()),
+                         ("text_hash", pa.uint64())])
 
 
-def _members(documents: DocumentsInput, keys: tuple[str, ...] = ()) -> pa.Table:
-    """doc_id, source, snapshot and text_chars (what the default ranking needs) plus the exact
-    keys asked for (`url_hash`, `text_hash`), reading each documents part once."""
-    tables = []
-    for index in range(documents.task_count()):
-        part = documents.layout.read_part(
+@contextmanager
+def _work_area(store: Store, layout: PartitionLayout) -> Iterator[str]:
+    """A prefix in the store beside `layout` where workers leave per-part files for the
+    parent's DuckDB (on S3 too, where Ray workers on other nodes write them); removed after,
+    and before, in case a killed run left one."""
+    prefix = f"{layout.prefix}/{WORK}"
+    store.delete_prefix(prefix)
+    try:
+        yield prefix
+    finally:
+        store.delete_prefix(prefix)
+
+
+@dataclass(frozen=True)
+class _PartFacts:
+    """One documents part's ranking facts (doc_id, source, snapshot, text_chars), and for a
+    partition in `keyed` its exact keys (url_hash, text_hash), written as Parquet under
+    `prefix`. Returns the facts' key and the keys' key (None when not keyed)."""
+
+    store: Store
+    prefix: str
+    keyed: frozenset[str]
+
+    def __call__(self, task: tuple[str, int]) -> tuple[str, str | None]:
+        partition, index = task
+        part = DocumentsInput(self.store, partition).layout.read_part(
             index, columns=["doc_id", "source", "snapshot", "url", "text"])
-        table = part.select(["doc_id", "source", "snapshot"]).append_column(
+        name = f"{self.prefix}/{quote(partition, safe='')}-{index:05d}"
+        facts = part.select(["doc_id", "source", "snapshot"]).append_column(
             "text_chars", pc.utf8_length(part["text"]))
-        if "url_hash" in keys:
-            table = table.append_column("url_hash", pa.array(
-                [url_hash(url) if url else None for url in part["url"].to_pylist()], pa.uint64()))
-        if "text_hash" in keys:
-            table = table.append_column("text_hash", pa.array(
-                [text_hash(text) for text in part["text"].to_pylist()], pa.uint64()))
-        tables.append(table)
-    return pa.concat_tables(tables)
+        self.store.write_bytes(f"{name}-facts.parquet", parquet_bytes(facts.cast(FACTS_SCHEMA)))
+        if partition not in self.keyed:
+            return f"{name}-facts.parquet", None
+        keys = pa.table({
+            "doc_id": part["doc_id"],
+            "url_hash": pa.array([url_hash(url) if url else None
+                                  for url in part["url"].to_pylist()], pa.uint64()),
+            "text_hash": pa.array([text_hash(text) for text in part["text"].to_pylist()],
+                                  pa.uint64())}).cast(KEYS_SCHEMA)
+        self.store.write_bytes(f"{name}-keys.parquet", parquet_bytes(keys))
+        return f"{name}-facts.parquet", f"{name}-keys.parquet"
 
 
-def decide(clusters: Clusters, facts: pa.Table, stage: str,
-           policy: str = "longest") -> tuple[pa.Table, pa.Table, StageStats]:
-    """Cluster rows with `kept_doc_id` and `keep`, drop decisions, and statistics."""
-    members = clusters.table.join(facts, "doc_id")
-    kept = choose_kept(members, Ranking(policy=policy)) if members.num_rows else None
-    rows = clusters.table
-    if kept is not None:
-        rows = rows.join(kept.select(["doc_id", "kept_doc_id"]), "doc_id").sort_by("doc_id")
-    else:
-        rows = rows.append_column("kept_doc_id", pa.array([], pa.string()))
-    keep = pc.equal(rows["doc_id"], rows["kept_doc_id"])
-    rows = rows.append_column("keep", keep).cast(OUTPUT_SCHEMA)
-    dropped = rows.filter(pc.invert(keep))
-    decisions = decisions_table([
-        {"doc_id": row["doc_id"], "stage": stage, "verdict": "drop", "reason": REASONS[stage],
-         "value": float(row["cluster_size"]), "detail": row["cluster_id"],
-         "kept_doc_id": row["kept_doc_id"]}
-        for row in dropped.to_pylist()])
-    stats = StageStats(records_in=facts.num_rows, candidates=facts.num_rows,
-                       docs_out=facts.num_rows - dropped.num_rows)
-    stats.rejects[REASONS[stage]] = dropped.num_rows
-    stats.counts.update({f"cluster_size.{size}": count for size, count in Counter(
-        rows["cluster_size"].to_pylist()).items()})
-    stats.counts["clusters"] = clusters.stats.clusters
-    stats.counts["hot_buckets"] = clusters.stats.hot_buckets
-    stats.counts["capped_members"] = clusters.stats.capped_members
-    return rows, decisions, stats
+@dataclass(frozen=True)
+class _FactFiles:
+    """The file keys `_PartFacts` wrote: every part's facts, each keyed partition's keys."""
+
+    facts: list[str]
+    keys: dict[str, list[str]]
+
+
+def _part_facts(store: Store, prefix: str, partitions: Sequence[str], keyed: Collection[str],
+                workers: int) -> _FactFiles:
+    """`_PartFacts` of every part of `partitions` (with keys for those in `keyed`), on the
+    workers."""
+    tasks = [(partition, index) for partition in partitions
+             for index in range(DocumentsInput(store, partition).task_count())]
+    written = map_tasks(_PartFacts(store, prefix, frozenset(keyed)), tasks, workers)
+    keys: dict[str, list[str]] = {partition: [] for partition in keyed}
+    for (partition, _), (_, key) in zip(tasks, written, strict=True):
+        if key is not None:
+            keys[partition].append(key)
+    return _FactFiles([facts for facts, _ in written], keys)
+
+
+class _LocalFiles:
+    """Local Parquet files a step writes from DuckDB results (in the spill folder), streamed:
+    the caller hands them on (`TaskOutput` deletes them once stored); on an error they are
+    deleted here."""
+
+    def __init__(self) -> None:
+        self.paths: list[Path] = []
+
+    def __enter__(self) -> _LocalFiles:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is not None:
+            self.remove()
+
+    def remove(self) -> None:
+        for path in self.paths:
+            path.unlink(missing_ok=True)
+
+    def write(self, con: duckdb.DuckDBPyConnection, query: str,
+              schema: pa.Schema | None = None) -> Path:
+        """`query`'s rows as a Parquet file with `parquet_bytes`' layout (`schema`, default the
+        query's own)."""
+        handle, name = tempfile.mkstemp(prefix="dedup-", suffix=".parquet",
+                                        dir=current_budget().spill_directory)
+        os.close(handle)
+        path = Path(name)
+        self.paths.append(path)
+        reader = con.sql(query).to_arrow_reader(ROW_GROUP_ROWS)
+        write_parquet_file(path, schema or reader.schema, reader)
+        return path
+
+
+def _decide(con: duckdb.DuckDBPyConnection, clusters: ClusterStats, stage: str,
+            files: _LocalFiles, policy: str = "longest") -> TaskOutput:
+    """From the tables `clusters` and `facts` of the session: the cluster rows with
+    `kept_doc_id` and `keep` (the part), the drop decisions, and statistics; the rows are
+    produced by DuckDB and streamed to local files."""
+    con.execute("CREATE TABLE members AS SELECT c.cluster_id, c.doc_id, f.source, f.snapshot,"
+                " f.text_chars FROM clusters c JOIN facts f ON c.doc_id = f.doc_id")
+    choose_kept_sql(con, "members", "kept", Ranking(policy=policy))
+    con.execute("CREATE TABLE decided AS SELECT c.doc_id, c.cluster_id, c.cluster_size,"
+                " k.kept_doc_id, c.doc_id = k.kept_doc_id AS keep FROM clusters c"
+                " JOIN kept k ON c.doc_id = k.doc_id")
+    rows = files.write(con, "SELECT * FROM decided ORDER BY doc_id", OUTPUT_SCHEMA)
+    decisions = files.write(
+        con, f"SELECT doc_id, {literal(stage)} AS stage, 'drop' AS verdict,"
+        f" {literal(REASONS[stage])} AS reason, cluster_size::DOUBLE AS value,"
+        " cluster_id AS detail, kept_doc_id FROM decided WHERE NOT keep ORDER BY doc_id",
+        DECISION_SCHEMA)
+    documents = scalar(con, "SELECT count(*) FROM facts")
+    dropped = scalar(con, "SELECT count(*) FROM decided WHERE NOT keep")
+    stats = StageStats(records_in=documents, candidates=documents, docs_out=documents - dropped)
+    stats.rejects[REASONS[stage]] = dropped
+    stats.counts.update({f"cluster_size.{size}": count for size, count in con.sql(
+        "SELECT cluster_size, count(*) FROM decided GROUP BY ALL ORDER BY ALL").fetchall()})
+    stats.counts["clusters"] = clusters.clusters
+    stats.counts["hot_buckets"] = clusters.hot_buckets
+    stats.counts["capped_members"] = clusters.capped_members
+    stats.counts["component_rounds"] = clusters.rounds
+    return TaskOutput({"part": rows, "decisions": decisions}, stats)
 
 
 @dataclass(frozen=True)
 class ClusterWork:
-    """One task for the whole partition: grouping needs every document's key."""
+    """One task for the whole partition: grouping needs every document's key. The workers
+    write each documents part's facts to the store; DuckDB groups, finds the components,
+    ranks and writes the outputs."""
 
     documents: DocumentsInput
     stage: str
     settings: DedupSettings
+    workers: int = 0
 
     def __call__(self, index: int) -> TaskOutput:
         key = _KEY_COLUMNS.get(self.stage)
-        members = _members(self.documents, (key,) if key else ())
-        if key is None:
-            clusters = cluster_near_duplicates(
-                _signatures(self.documents.store, self.documents.partition),
-                max_bucket_size=self.settings.max_bucket_size)
-        else:
-            clusters = cluster_by_key(members.select(["doc_id", key]), key)
-            members = members.drop_columns([key])
-        rows, decisions, stats = decide(clusters, members, self.stage)
-        return TaskOutput({"part": rows, "decisions": decisions}, stats)
-
-
-def _signatures(store: Store, partition: str) -> pa.Table | list[str]:
-    """The partition's band hashes: Parquet paths for DuckDB to stream locally, else Arrow
-    (signatures only, 14 integers a document)."""
-    layout = PartitionLayout(store, MINHASH_SIGNATURES, partition)
-    parts = layout.complete_manifest().parts
-    if isinstance(store, LocalStore):
-        return [store.uri(part.key) for part in parts]
-    return pa.concat_tables([read_parquet(store, part.key) for part in parts])
+        store, partition = self.documents.store, self.documents.partition
+        with _work_area(store, PartitionLayout(store, self.stage, partition)) as work:
+            files = _part_facts(store, work, [partition], [partition] if key else [],
+                                self.workers)
+            with duckdb_session() as con, _LocalFiles() as local:
+                register_parts(con, "facts", store, files.facts, schema=FACTS_SCHEMA)
+                if key is None:
+                    register_table(con, "signatures",
+                                   PartitionLayout(store, MINHASH_SIGNATURES, partition))
+                    clusters = near_duplicate_clusters_sql(
+                        con, "signatures", "clusters",
+                        max_bucket_size=self.settings.max_bucket_size)
+                else:
+                    register_parts(con, "keys", store, files.keys[partition],
+                                   schema=KEYS_SCHEMA)
+                    clusters = key_clusters_sql(con, "keys", key, "clusters")
+                return _decide(con, clusters, self.stage, local)
 
 
 @dataclass(frozen=True)
 class _PartLineHashes:
-    documents: DocumentsInput
+    """One documents part's line hashes, written as Parquet under `prefix`; returns its key."""
 
-    def __call__(self, part: int) -> pa.Table:
+    documents: DocumentsInput
+    prefix: str
+
+    def __call__(self, part: int) -> str:
         table = self.documents.read(part)
-        return line_hash_table(table["doc_id"].to_pylist(), table["text"].to_pylist())
+        key = f"{self.prefix}/lines-{part:05d}.parquet"
+        self.documents.store.write_bytes(key, parquet_bytes(line_hash_table(
+            table["doc_id"].to_pylist(), table["text"].to_pylist())))
+        return key
 
 
 @dataclass(frozen=True)
 class LineWork:
     """One task for the whole partition (a line is frequent across all of it); the lines of
-    each document part are hashed on the workers, most of the stage's time."""
+    each document part are hashed on the workers, most of the stage's time, and written to the
+    store; DuckDB counts them and writes the outputs."""
 
     documents: DocumentsInput
     settings: DedupSettings
     workers: int = 0
 
     def __call__(self, index: int) -> TaskOutput:
-        tables = map_tasks(_PartLineHashes(self.documents), range(self.documents.task_count()),
-                           self.workers)
-        found = frequent_lines(pa.concat_tables(tables),
-                               max_documents=self.settings.line_max_documents,
-                               min_chars=self.settings.line_min_chars)
-        edits = found.edits
-        edit_rows = pa.table({
-            "doc_id": edits["doc_id"], "stage": pa.array([LINES] * edits.num_rows),
-            "kind": pa.array(["boilerplate_line"] * edits.num_rows),
-            "line": edits["line"].cast(pa.int32()),
-            "start": pa.nulls(edits.num_rows, pa.int64()),
-            "end": pa.nulls(edits.num_rows, pa.int64())}, schema=EDIT_SCHEMA)
-        empty = found.documents.filter(found.documents["empty_after_edits"])
-        decisions = decisions_table([
-            {"doc_id": doc_id, "stage": LINES, "verdict": "drop", "reason": "empty_after_edits",
-             "value": float(lines)}
-            for doc_id, lines in zip(empty["doc_id"].to_pylist(),
-                                     empty["lines_removed"].to_pylist(), strict=True)])
-        total = sum(table.num_rows for table in tables)
-        documents = pc.count_distinct(pa.concat_tables(tables)["doc_id"]).as_py()
-        stats = StageStats(records_in=documents, candidates=documents,
-                           docs_out=documents - empty.num_rows)
-        stats.rejects["empty_after_edits"] = empty.num_rows
-        stats.counts.update({"lines": total, "lines_removed": edits.num_rows,
-                             "frequent_lines": found.frequent_lines,
-                             "documents_edited": found.documents.num_rows})
-        return TaskOutput({"part": found.documents, "edits": edit_rows,
-                           "decisions": decisions}, stats)
+        store = self.documents.store
+        with _work_area(store, PartitionLayout(store, LINES, self.documents.partition)) as work:
+            keys = map_tasks(_PartLineHashes(self.documents, work),
+                             range(self.documents.task_count()), self.workers)
+            with duckdb_session() as con, _LocalFiles() as local:
+                register_parts(con, "lines", store, keys, schema=LINE_HASH_SCHEMA)
+                frequent = frequent_lines_sql(con, "lines",
+                                              max_documents=self.settings.line_max_documents,
+                                              min_chars=self.settings.line_min_chars)
+                part = local.write(con, "SELECT * FROM line_documents ORDER BY doc_id")
+                edits = local.write(
+                    con, f"SELECT doc_id, {literal(LINES)} AS stage, 'boilerplate_line' AS kind,"
+                    ' line, NULL::BIGINT AS start, NULL::BIGINT AS "end" FROM line_edits'
+                    f" ORDER BY {LINE_EDITS_ORDER}", EDIT_SCHEMA)
+                decisions = local.write(
+                    con, f"SELECT doc_id, {literal(LINES)} AS stage, 'drop' AS verdict,"
+                    " 'empty_after_edits' AS reason, lines_removed::DOUBLE AS value,"
+                    " NULL::VARCHAR AS detail, NULL::VARCHAR AS kept_doc_id FROM line_documents"
+                    " WHERE empty_after_edits ORDER BY doc_id", DECISION_SCHEMA)
+                lines, documents = con.sql(
+                    "SELECT count(*), count(DISTINCT doc_id) FROM lines").fetchall()[0]
+                edited, empty = con.sql(
+                    "SELECT count(*), count(*) FILTER (WHERE empty_after_edits)"
+                    " FROM line_documents").fetchall()[0]
+                removed = scalar(con, "SELECT count(*) FROM line_edits")
+        stats = StageStats(records_in=documents, candidates=documents, docs_out=documents - empty)
+        stats.rejects["empty_after_edits"] = empty
+        stats.counts.update({"lines": lines, "lines_removed": removed, "frequent_lines": frequent,
+                             "documents_edited": edited})
+        return TaskOutput({"part": part, "edits": edits, "decisions": decisions}, stats)
 
 
 def run_partition_dedup(documents: DocumentsInput, stage: str, settings: DedupSettings,
                         upstream_versions: dict[str, str], workers: int = 0) -> PartitionResult:
     work = LineWork(documents, settings, workers) if stage == LINES else ClusterWork(
-        documents, stage, settings)
+        documents, stage, settings, workers)
     version = stable_hash({"kernel": KERNEL_VERSION, "stage": stage,
                            "settings": settings.model_dump(mode="json"),
                            "documents": documents.data_version(), **upstream_versions})
@@ -202,16 +320,6 @@ def run_partition_dedup(documents: DocumentsInput, stage: str, settings: DedupSe
 
 
 # --- across partitions ------------------------------------------------------------------------
-
-
-def _cross_keys(store: Store, partition: str, near: bool) -> tuple[pa.Table, pa.Table]:
-    """The partition's keys for the index, and its members' ranking facts."""
-    members = _members(DocumentsInput(store, partition), ("url_hash", "text_hash"))
-    keys = members.select(["doc_id", "url_hash", "text_hash"])
-    if near:
-        keys = keys.join(PartitionLayout(store, MINHASH_SIGNATURES, partition).read_table(),
-                         "doc_id")
-    return keys, members.drop_columns(["url_hash", "text_hash"])
 
 
 @dataclass(frozen=True)
@@ -231,10 +339,13 @@ def cross_dedup_version(store: Store, partitions: list[str], settings: DedupSett
 
 
 def run_cross_dedup(store: Store, partitions: list[str], settings: DedupSettings,
-                    run_id: str | None = None) -> CrossRun:
-    """Adds the partitions not yet in the index (only those are read), then clusters the links
+                    run_id: str | None = None, workers: int = 0) -> CrossRun:
+    """Adds the partitions not yet in the index (only those are hashed), then clusters the links
     of all of them, names per cluster the member the default ranking keeps, and writes
-    `cross_dedup[all]` under the partitions' versions, holding its lock throughout."""
+    `cross_dedup[all]` under the partitions' versions, holding its lock throughout. The
+    workers write each documents part's ranking facts (and the new partitions' keys) to the
+    store; the index, the components and the ranking run in DuckDB over files, and the outputs
+    are streamed to storage: memory is DuckDB's budget, not the number of documents."""
     layout = PartitionLayout(store, CROSS, ALL)
     version = cross_dedup_version(store, partitions, settings)
     with hold_locks(store, [CROSS], ALL, run_id=run_id):
@@ -243,23 +354,46 @@ def run_cross_dedup(store: Store, partitions: list[str], settings: DedupSettings
         index = CrossIndex(index_folder, max_bucket_size=settings.max_bucket_size)
         known = set(index.partitions())
         added = [p for p in partitions if p not in known]
-        links = 0
-        facts = []
-        for partition in partitions:
-            if partition not in added:  # indexed already: only its members' ranking facts
-                facts.append(_members(DocumentsInput(store, partition)))
-                continue
-            keys, members = _cross_keys(store, partition, settings.cross_near_duplicates)
-            facts.append(members)
-            links += index.add_partition(partition, keys).num_rows
-        rows, decisions, stats = decide(index.clusters(), pa.concat_tables(facts), CROSS)
-        layout.prepare(version)
-        manifest = Manifest(CROSS, ALL, version, [layout.write_part(0, rows)],
-                            tables={"decisions": [layout.write_table("decisions", 0,
-                                                                     decisions)]},
-                            extra={"stats": stats.to_dict()})
-        layout.write_manifest(manifest)
-    return CrossRun(added, sorted(known), links, stats, manifest)
+        local = _LocalFiles()
+        try:
+            with _work_area(store, layout) as work:
+                files = _part_facts(store, work, partitions, added, workers)
+                links = sum(_index_partition(index, store, partition, files.keys[partition],
+                                             settings.cross_near_duplicates)
+                            for partition in added)
+                with duckdb_session() as con:
+                    register_parts(con, "facts", store, files.facts, schema=FACTS_SCHEMA)
+                    output = _decide(con, index.clusters_sql(con, "clusters"), CROSS, local)
+            layout.prepare(version)
+            manifest = Manifest(
+                CROSS, ALL, version, [layout.write_part(0, output.tables["part"])],
+                tables={"decisions": [layout.write_table("decisions", 0,
+                                                         output.tables["decisions"])]},
+                extra={"stats": output.stats.to_dict()})
+            layout.write_manifest(manifest)
+        finally:
+            local.remove()
+    return CrossRun(added, sorted(known), links, output.stats, manifest)
+
+
+def _index_partition(index: CrossIndex, store: Store, partition: str, keys: list[str],
+                     near: bool) -> int:
+    """Adds `partition` to the index from its keys files (joined to its band hashes when
+    `near`), staged in a local Parquet file by DuckDB (one session at a time, so the budget
+    holds); returns its cross-partition links."""
+    with tempfile.TemporaryDirectory(prefix="cross-keys-",
+                                     dir=current_budget().spill_directory) as folder:
+        path = Path(folder) / "keys.parquet"
+        with duckdb_session() as con:
+            register_parts(con, "new_keys", store, keys, schema=KEYS_SCHEMA)
+            query = "SELECT * FROM new_keys"
+            if near:
+                register_table(con, "new_bands",
+                               PartitionLayout(store, MINHASH_SIGNATURES, partition))
+                query = ("SELECT k.*, b.* EXCLUDE (doc_id) FROM new_keys k"
+                         " JOIN new_bands b ON k.doc_id = b.doc_id")
+            copy_to_parquet(con, query, path)
+        return index.index_partition(partition, path)
 
 
 def _drop_stale_index(store: Store, partitions: list[str], settings: DedupSettings,

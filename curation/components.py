@@ -1,0 +1,180 @@
+"""Connected components of an edge relation, in memory bounded by the budget (no Dagster).
+
+`connected_components_sql` labels every node of a DuckDB edge relation with the smallest node
+of its component. Nodes are first given dense BIGINT ids in node order (so the smallest id of a
+component is its smallest node), then:
+
+- few nodes (`nodes * NODE_BYTES` within `IN_MEMORY_SHARE` of the budget): a numpy union-find
+  over the id pairs streamed out of DuckDB in batches, O(nodes) memory;
+- otherwise: rounds of min-hooking with pointer jumping run by DuckDB, which spills. Each round
+  hooks every root that has a smaller neighbouring root onto the smallest one (the numpy
+  union-find's rule, so both give one answer), compresses the hooked roots by pointer jumping,
+  relabels the node table and contracts the edges onto the new roots, dropping edges inside a
+  component. A root that hooks is never the smallest node of its component, so that node is
+  the last root left. Every root that is not a local minimum hooks each round: O(log n) rounds
+  on chains and random graphs, however the ids are ordered. Python holds only counts; memory
+  is DuckDB's `memory_limit`, whatever the number of nodes or edges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from curation.duck import MemoryBudget, current_budget, scalar
+
+NODE_BYTES = 40
+"""What the in-memory path holds per node: the parent array, its copies while compressing and
+the roots table handed back to DuckDB."""
+IN_MEMORY_SHARE = 0.25
+EDGE_BATCH = 1 << 21
+
+
+@dataclass(frozen=True)
+class ComponentsRun:
+    """`rounds`: hooking rounds of the SQL path (0: the in-memory path ran); `jumps`: pointer
+    jumping passes over the hooked roots; `nodes`, `edges`: distinct nodes and input rows."""
+
+    rounds: int
+    nodes: int
+    edges: int
+    jumps: int = 0
+
+
+def in_memory(nodes: int, budget: MemoryBudget) -> bool:
+    """Whether `nodes` are few enough for the in-memory union-find under `budget`."""
+    return nodes * NODE_BYTES < IN_MEMORY_SHARE * budget.memory_bytes
+
+
+# --- in memory ----------------------------------------------------------------------------------
+
+
+def _compress(parent: np.ndarray) -> None:
+    """Pointer jumping (the vectorised form of path halving) until every node points at its
+    root: O(n log depth)."""
+    while True:
+        grand = parent[parent]
+        if np.array_equal(grand, parent):
+            return
+        parent[:] = grand
+
+
+def _union(parent: np.ndarray, left: np.ndarray, right: np.ndarray) -> None:
+    """Merge the components of each pair (`parent` compressed before and after). Each round
+    hooks every larger root onto the smallest root it meets, so a root is always the smallest
+    node of its tree (parents only decrease: no cycles) and the number of roots drops every
+    round."""
+    while left.size:
+        a, b = parent[left], parent[right]
+        differ = a != b
+        a, b, left, right = a[differ], b[differ], left[differ], right[differ]
+        np.minimum.at(parent, np.maximum(a, b), np.minimum(a, b))
+        _compress(parent)
+
+
+def connected_components(edges: Iterable[tuple[np.ndarray, np.ndarray]], nodes: int) -> np.ndarray:
+    """Root of every node `0..nodes-1`, the smallest node of its component, from batches of
+    (left, right) integer pairs. Why our own union-find: scipy's `connected_components` needs
+    every edge in one sparse matrix (and scipy is no declared dependency), while this keeps
+    only the parent array and one batch, whatever the number of edges."""
+    parent = np.arange(nodes, dtype=np.int64)
+    for left, right in edges:
+        _union(parent, np.asarray(left, np.int64), np.asarray(right, np.int64))
+    return parent
+
+
+def _union_find(con: duckdb.DuckDBPyConnection, count: int) -> None:
+    """`_cc_parent(id, parent)` from the union-find over `_cc_ids`, streamed in batches."""
+    reader = con.sql("SELECT a, b FROM _cc_ids").to_arrow_reader(EDGE_BATCH)
+    roots = connected_components(
+        ((batch.column(0).to_numpy(), batch.column(1).to_numpy()) for batch in reader), count)
+    con.register("_cc_roots", pa.table({"id": np.arange(count, dtype=np.int64), "parent": roots}))
+    con.execute("CREATE TABLE _cc_parent AS SELECT * FROM _cc_roots")
+    con.unregister("_cc_roots")
+
+
+# --- in DuckDB ------------------------------------------------------------------------------------
+
+
+def _hook_rounds(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """`_cc_parent(id, parent)` by min-hooking rounds over `_cc_ids`; returns (rounds, jumps).
+    Invariant: `_cc_parent` maps every node to a current root, `_cc_edges` holds distinct
+    (larger root, smaller root) pairs of different roots."""
+    con.execute("CREATE TABLE _cc_parent AS SELECT id, id AS parent FROM _cc_nodes")
+    con.execute("CREATE TABLE _cc_edges AS SELECT DISTINCT greatest(a, b) AS a, least(a, b) AS b"
+                " FROM _cc_ids WHERE a <> b")
+    rounds = jumps = 0
+    while scalar(con, "SELECT count(*) FROM _cc_edges"):
+        rounds += 1
+        con.execute("CREATE OR REPLACE TABLE _cc_hook AS SELECT a AS id, min(b) AS parent"
+                    " FROM _cc_edges GROUP BY a")
+        # A hooked root's parent may have hooked too: jump until each points at a root. Only
+        # this round's hooked roots take part, fewer every round.
+        while True:
+            con.execute("CREATE OR REPLACE TABLE _cc_jump AS SELECT h.id, coalesce(g.parent,"
+                        " h.parent) AS parent, g.id IS NOT NULL AS moved FROM _cc_hook h"
+                        " LEFT JOIN _cc_hook g ON h.parent = g.id")
+            con.execute("DROP TABLE _cc_hook")
+            con.execute("ALTER TABLE _cc_jump RENAME TO _cc_hook")
+            jumps += 1
+            if not scalar(con, "SELECT count(*) FROM _cc_hook WHERE moved"):
+                break
+        con.execute("CREATE OR REPLACE TABLE _cc_next AS SELECT p.id, coalesce(h.parent,"
+                    " p.parent) AS parent FROM _cc_parent p LEFT JOIN _cc_hook h"
+                    " ON p.parent = h.id")
+        con.execute("DROP TABLE _cc_parent")
+        con.execute("ALTER TABLE _cc_next RENAME TO _cc_parent")
+        con.execute("CREATE OR REPLACE TABLE _cc_next AS SELECT DISTINCT greatest(x, y) AS a,"
+                    " least(x, y) AS b FROM (SELECT coalesce(ha.parent, e.a) AS x,"
+                    " coalesce(hb.parent, e.b) AS y FROM _cc_edges e"
+                    " LEFT JOIN _cc_hook ha ON e.a = ha.id LEFT JOIN _cc_hook hb ON e.b = hb.id)"
+                    " WHERE x <> y")
+        con.execute("DROP TABLE _cc_edges")
+        con.execute("ALTER TABLE _cc_next RENAME TO _cc_edges")
+    con.execute("DROP TABLE IF EXISTS _cc_hook")
+    con.execute("DROP TABLE _cc_edges")
+    return rounds, jumps
+
+
+def connected_components_sql(con: duckdb.DuckDBPyConnection, edges: str, result: str, *,
+                             budget: MemoryBudget | None = None) -> ComponentsRun:
+    """Create table `result` (`node`, `root`): every node of the relation `edges` (columns `a`,
+    `b` of one type, VARCHAR or BIGINT) and the smallest node of its component. Runs in memory
+    when the nodes fit `IN_MEMORY_SHARE` of `budget` (default: the current budget), else in
+    DuckDB by hooking rounds (see the module); both give the same table."""
+    budget = budget or current_budget()
+    count_edges = scalar(con, f"SELECT count(*) FROM {edges}")
+    # Dense ids in node order: the smallest id of a component is its smallest node. One
+    # operator with a large state per statement: a statement holding two (the distinct nodes'
+    # hash table and the window's sort, or two joins' hash tables) does not fit a 64 MB
+    # memory_limit at a few million string nodes.
+    con.execute(f"CREATE TABLE _cc_distinct AS SELECT a AS node FROM {edges}"
+                f" UNION SELECT b FROM {edges}")
+    con.execute("CREATE TABLE _cc_nodes AS SELECT node,"
+                " (row_number() OVER (ORDER BY node) - 1)::BIGINT AS id FROM _cc_distinct")
+    con.execute("DROP TABLE _cc_distinct")
+    nodes = scalar(con, "SELECT count(*) FROM _cc_nodes")
+    con.execute(f"CREATE TABLE _cc_half AS SELECT x.id AS a, e.b FROM {edges} e"
+                " JOIN _cc_nodes x ON e.a = x.node")
+    con.execute("CREATE TABLE _cc_ids AS SELECT h.a, y.id AS b FROM _cc_half h"
+                " JOIN _cc_nodes y ON h.b = y.node")
+    con.execute("DROP TABLE _cc_half")
+    if in_memory(nodes, budget):
+        _union_find(con, nodes)
+        rounds = jumps = 0
+    else:
+        rounds, jumps = _hook_rounds(con)
+    con.execute("DROP TABLE _cc_ids")
+    # One join a statement, as above.
+    con.execute("CREATE TABLE _cc_named AS SELECT n.node, p.parent FROM _cc_parent p"
+                " JOIN _cc_nodes n ON p.id = n.id")
+    con.execute(f"CREATE TABLE {result} AS SELECT n.node, r.node AS root FROM _cc_named n"
+                " JOIN _cc_nodes r ON n.parent = r.id")
+    con.execute("DROP TABLE _cc_named")
+    con.execute("DROP TABLE _cc_parent")
+    con.execute("DROP TABLE _cc_nodes")
+    return ComponentsRun(rounds, nodes, count_edges, jumps)

@@ -1,0 +1,232 @@
+"""The memory budget of the global steps, and the DuckDB sessions that keep to it (no Dagster).
+
+Every step that needs a whole partition or dataset at once (grouping, joining, sorting,
+connected components, the mix, the shard order) runs in DuckDB over Parquet files or Arrow
+tables, in a session whose `memory_limit` comes from the budget and whose database file and
+spill files live in a fresh work folder (docs/scale.md). DuckDB spills what does not fit; the
+step's memory is then bounded by the budget, not by its input.
+
+The budget is run configuration, like the Ray address: `resources.compute.memory_gb` (or
+`CORPUS_MEMORY_GB`), the spill folder `resources.compute.spill_directory` (or
+`CORPUS_SPILL_DIR`, default: the system temporary folder). `use_budget` also exports both to
+the environment, so worker processes (the local pool forks from the run's environment; Ray
+workers get it through their runtime environment) work under the same budget.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from curation.partition import PartFile, PartitionLayout
+from curation.storage import LocalStore, Store, read_parquet
+
+MEMORY_ENV = "CORPUS_MEMORY_GB"
+SPILL_ENV = "CORPUS_SPILL_DIR"
+DEFAULT_MEMORY_GB = 2.0
+DEFAULT_THREADS = 2
+PROCESS_BASE_MB = 320
+
+TableSource = pa.Table | str | Path | Sequence[str | Path]
+"""An Arrow table, or one or more Parquet files read lazily by DuckDB."""
+
+
+class BudgetTooSmallError(MemoryError):
+    """A global step could not finish inside the memory budget even by spilling."""
+
+
+@dataclass(frozen=True)
+class DuckDBSettings:
+    """How much DuckDB may hold before it spills, with how many threads, and where it spills
+    (None: the system temporary folder). Each session works in a fresh subfolder, removed
+    after."""
+
+    memory_limit: str = "2GB"
+    threads: int = DEFAULT_THREADS
+    temp_directory: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """What one global step may hold in memory (`memory_gb`, DuckDB's share included) and
+    where it spills."""
+
+    memory_gb: float = DEFAULT_MEMORY_GB
+    threads: int = DEFAULT_THREADS
+    spill_directory: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.memory_gb <= 0:
+            raise ValueError(f"memory_gb must be positive, got {self.memory_gb}")
+
+    @property
+    def memory_bytes(self) -> int:
+        return int(self.memory_gb * (1 << 30))
+
+    def duckdb(self, share: float = 0.75) -> DuckDBSettings:
+        """DuckDB's part of the budget: `share` of it, and never more than what is left after
+        `PROCESS_BASE_MB` (the interpreter and the libraries loaded, about 120 MiB measured, plus
+        one stored part and the step's Arrow batches); at least 64 MiB."""
+        total = self.memory_gb * 1024
+        megabytes = max(64, int(min(total * share, total - PROCESS_BASE_MB)))
+        # Each DuckDB thread keeps its own hash-table and sort buffers: under about 128 MB, two
+        # threads' buffers alone overflow the limit where one thread spills and finishes.
+        threads = 1 if megabytes < 128 else self.threads
+        return DuckDBSettings(f"{megabytes}MB", threads, self.spill_directory)
+
+
+def current_budget() -> MemoryBudget:
+    """The budget this process works under (`use_budget`, else the environment)."""
+    memory = os.environ.get(MEMORY_ENV)
+    return MemoryBudget(memory_gb=float(memory) if memory else DEFAULT_MEMORY_GB,
+                        spill_directory=os.environ.get(SPILL_ENV) or None)
+
+
+def use_budget(memory_gb: float | None, spill_directory: str | None = None) -> None:
+    """Make `memory_gb` and `spill_directory` the budget of this process and of the workers it
+    starts from now on (None leaves that one as it is)."""
+    for name, value in ((MEMORY_ENV, memory_gb), (SPILL_ENV, spill_directory)):
+        if value is not None:
+            os.environ[name] = str(value)
+    current_budget()  # fails now on a bad value, not in a worker
+
+
+def default_settings() -> DuckDBSettings:
+    """DuckDB settings from the current budget."""
+    return current_budget().duckdb()
+
+
+def literal(value: str) -> str:
+    """A SQL string literal."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def ident(name: str) -> str:
+    """A quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@contextmanager
+def duckdb_session(settings: DuckDBSettings | None = None,
+                   prefix: str = "duck-") -> Iterator[duckdb.DuckDBPyConnection]:
+    """A DuckDB connection whose database file and spill files live in a temporary folder
+    (removed after), under `settings` (default: the current budget's)."""
+    settings = settings or default_settings()
+    if settings.temp_directory:  # a Ray node other than the driver's may not have it yet
+        Path(settings.temp_directory).mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=settings.temp_directory) as folder:
+        con = duckdb.connect(str(Path(folder) / "work.duckdb"))
+        try:
+            con.execute(f"SET memory_limit = {literal(settings.memory_limit)}")
+            con.execute(f"SET temp_directory = {literal(str(Path(folder) / 'spill'))}")
+            con.execute(f"SET threads = {int(settings.threads)}")
+            # Results are sorted explicitly where order matters; without this DuckDB may have to
+            # buffer rows to keep scan order.
+            con.execute("SET preserve_insertion_order = false")
+            yield con
+        except duckdb.OutOfMemoryException as error:
+            raise BudgetTooSmallError(
+                f"DuckDB needed more than its {settings.memory_limit} in one operator (a hash"
+                f" table or sort run that cannot spill further): raise"
+                f" resources.compute.memory_gb (or ${MEMORY_ENV}); at least 1 GB is advised"
+                f" for partitions of millions of documents. {error}") from error
+        finally:
+            con.close()
+
+
+def register(con: duckdb.DuckDBPyConnection, name: str, source: TableSource) -> list[str]:
+    """Make `source` queryable as `name`; returns its column names."""
+    if isinstance(source, pa.Table):
+        con.register(name, source)
+    else:
+        paths = [source] if isinstance(source, str | Path) else list(source)
+        files = ", ".join(literal(str(path)) for path in paths)
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet([{files}])")
+    return con.sql(f"SELECT * FROM {name} LIMIT 0").columns
+
+
+def register_parts(con: duckdb.DuckDBPyConnection, name: str, store: Store, keys: Sequence[str],
+                   columns: Sequence[str] | None = None,
+                   schema: pa.Schema | None = None) -> list[str]:
+    """Make the Parquet objects at `keys` queryable as `name` (only `columns`, when given).
+    A local store's files are read lazily by a view; any other store's are copied part by part
+    into a table of the session's database, which lives on disk: at most one part is in
+    memory. Without keys, `schema` gives the empty relation its columns."""
+    wanted = list(columns) if columns else None
+    if not keys:
+        if schema is None:
+            raise ValueError(f"no parts for {name!r} and no schema to make it empty")
+        empty = schema.empty_table()
+        con.register(f"{name}_empty", empty.select(wanted) if wanted else empty)
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_empty")
+    elif isinstance(store, LocalStore):
+        select = ", ".join(ident(c) for c in wanted) if wanted else "*"
+        files = ", ".join(literal(store.uri(key)) for key in keys)
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT {select}"
+                    f" FROM read_parquet([{files}])")
+    else:
+        for position, key in enumerate(keys):
+            con.register("incoming_part", read_parquet(store, key, wanted))
+            verb = f"CREATE OR REPLACE TABLE {name} AS" if position == 0 else \
+                f"INSERT INTO {name}"
+            con.execute(f"{verb} SELECT * FROM incoming_part")
+            con.unregister("incoming_part")
+    return con.sql(f"SELECT * FROM {name} LIMIT 0").columns
+
+
+def insert_parts(con: duckdb.DuckDBPyConnection, store: Store, target: str, label: str,
+                  parts: Sequence[PartFile], first: int, read: Sequence[str],
+                  select: str) -> int:
+    """Appends (`label`, the part's number, `select`) of each stored Parquet part to `target`,
+    one part at a time, numbering the parts from `first`; returns the next number. DuckDB
+    reads a local part itself; another store's part comes in as one Arrow table of the `read`
+    columns."""
+    for number, part in enumerate(parts, first):
+        if isinstance(store, LocalStore):
+            source = f"read_parquet({literal(store.uri(part.key))})"
+        else:
+            con.register("_part", read_parquet(store, part.key, list(read)))
+            source = "_part"
+        con.execute(f"INSERT INTO {target} SELECT ?, ?, {select} FROM {source}",
+                    [label, number])
+        if source == "_part":
+            con.unregister("_part")
+    return first + len(parts)
+
+
+def register_table(con: duckdb.DuckDBPyConnection, name: str, layout: PartitionLayout,
+                   table: str = "part", columns: Sequence[str] | None = None,
+                   schema: pa.Schema | None = None) -> list[str]:
+    """`register_parts` over every part of a complete partition's `table`."""
+    keys = [part.key for part in layout.complete_manifest().table_parts(table)]
+    return register_parts(con, name, layout.store, keys, columns, schema)
+
+
+def scalar(con: duckdb.DuckDBPyConnection, query: str, params: Sequence | None = None) -> int:
+    """The first column of the first row of `query` as an int (0 for NULL)."""
+    return int(con.execute(query, params or []).fetchall()[0][0] or 0)
+
+
+def copy_to_parquet(con: duckdb.DuckDBPyConnection, query: str, path: str | Path,
+                    row_group_size: int = 1 << 17) -> int:
+    """COPY `query` to one zstd Parquet file under a temporary name, then rename (a file
+    exists under its final name only when whole). Returns the number of rows."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    con.execute(f"COPY ({query}) TO {literal(str(temporary))}"
+                f" (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {int(row_group_size)})")
+    os.replace(temporary, path)
+    return scalar(con, f"SELECT count(*) FROM read_parquet({literal(str(path))})")
+
+
+def spilled_bytes(folder: str | Path) -> int:
+    """Bytes under `folder` now (a session's spill and database files, for benchmarks)."""
+    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())

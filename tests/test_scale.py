@@ -1,0 +1,125 @@
+"""The scale paths, small: the benchmark's global steps over 200,000 synthetic documents under a
+budget low enough to make DuckDB spill (and the components take their SQL path) give what the
+generator planted and what a high-memory run gives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from benchmarks.scale import measure_step, prepare
+from benchmarks.synthetic import (
+    BAND_COLUMNS,
+    HOT_VALUES,
+    SIGNATURES,
+    Families,
+    Spec,
+    expected_families,
+    generate,
+    partition_of,
+    signatures,
+)
+from curation.components import in_memory
+from curation.duck import MemoryBudget
+
+LOW_GB = 0.01  # DuckDB's floor of 64 MB; the components' in-memory path up to ~65k nodes
+HIGH_GB = 4.0
+# Half of the documents in families: ~100k nodes, over the low budget's in-memory limit.
+SPEC = Spec(documents=200_000, partitions=4, seed=3, duplicate_share=0.5, hot_fraction=0.0,
+            lines_per_document=6.0)
+STEPS = ("exact_keys", "near_dup", "line_counts", "mix")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[float, dict]:
+    """Every step of `STEPS` on `SPEC`, measured, under the low and the high budget."""
+    base = tmp_path_factory.mktemp("scale")
+    data = prepare(base / "data", SPEC)
+    results = {}
+    for memory in (LOW_GB, HIGH_GB):
+        out = base / f"out-{memory}"
+        out.mkdir()
+        rows = {step: measure_step(step, data.folder, out, memory, SPEC.documents)
+                for step in STEPS}
+        results[memory] = {"rows": rows, "out": out}
+    return results
+
+
+def _table(path: Path):  # noqa: ANN202 - a pyarrow table
+    return pq.read_table(path)
+
+
+def test_near_duplicate_clusters_are_the_planted_families(runs: dict) -> None:
+    clusters = _table(runs[LOW_GB]["out"] / "near_dup.parquet")
+    found = dict(zip(clusters["doc_id"].to_pylist(), clusters["cluster_id"].to_pylist(),
+                     strict=True))
+    assert found == expected_families(SPEC)
+    # ~100k clustered documents: over the low budget's in-memory limit, so the components ran
+    # as SQL rounds in DuckDB; the high budget's run took the numpy union-find
+    assert not in_memory(len(found), MemoryBudget(LOW_GB))
+    assert runs[LOW_GB]["rows"]["near_dup"]["result"]["rounds"] > 0
+    assert runs[HIGH_GB]["rows"]["near_dup"]["result"]["rounds"] == 0
+
+
+@pytest.mark.parametrize("name", ["exact_text", "exact_url", "near_dup", "line_edits",
+                                  "line_documents", "occurrences"])
+def test_a_low_budget_gives_the_high_budgets_outputs(runs: dict, name: str) -> None:
+    low = _table(runs[LOW_GB]["out"] / f"{name}.parquet")
+    high = _table(runs[HIGH_GB]["out"] / f"{name}.parquet")
+    assert low.num_rows > 0
+    assert low.equals(high)
+
+
+def test_duckdb_spills_under_the_low_budget(runs: dict) -> None:
+    low, high = runs[LOW_GB]["rows"], runs[HIGH_GB]["rows"]
+    assert low["line_counts"]["peak_spilled_mb"] > 0
+    assert high["line_counts"]["peak_spilled_mb"] == 0
+    for row in low.values():  # measured: a process tree, CPU time and a JSON-able result
+        assert row["peak_rss_mb"] > 0 and row["cpu_s"] > 0
+        json.dumps(row)
+
+
+def test_exact_clusters_are_the_planted_exact_copies(runs: dict) -> None:
+    clusters = _table(runs[LOW_GB]["out"] / "exact_text.parquet")
+    families = expected_families(SPEC)
+    # every exact copy belongs to its near-duplicate family, and is clustered with its family's
+    # other exact copies only
+    assert all(families[d] <= c for d, c in zip(clusters["doc_id"].to_pylist(),
+                                               clusters["cluster_id"].to_pylist(), strict=True))
+    roots = {families[d] for d in clusters["doc_id"].to_pylist()}
+    assert len(roots) == pc.count_distinct(clusters["cluster_id"]).as_py()
+
+
+def test_the_mix_selects_one_member_per_duplicate_group(runs: dict) -> None:
+    result = runs[LOW_GB]["rows"]["mix"]["result"]
+    assert 0 < result["selected"] < result["candidates"] == SPEC.documents
+    occurrences = _table(runs[LOW_GB]["out"] / "occurrences.parquet")
+    families = expected_families(SPEC)
+    chosen = {families.get(d, d) for d in set(occurrences["doc_id"].to_pylist())}
+    assert len(chosen) == len(set(occurrences["doc_id"].to_pylist()))
+
+
+def test_the_generator_plants_heavy_tails_hot_buckets_and_cross_partition_copies(
+        tmp_path: Path) -> None:
+    spec = Spec(documents=100_000, partitions=8, seed=5, hot_fraction=0.02)
+    families = Families.draw(spec)
+    sizes = np.diff(families.starts)
+    assert (sizes == 1).mean() > 0.8  # most documents are unique...
+    assert sizes.max() >= 500  # ...and a few families are large (a power law)
+    generated = generate(tmp_path, spec)
+    bands = pq.read_table(generated.files(SIGNATURES), columns=BAND_COLUMNS[-1:])
+    counts = pc.value_counts(bands[BAND_COLUMNS[-1]]).to_pylist()
+    hot = sorted((c["counts"] for c in counts), reverse=True)[:HOT_VALUES]
+    assert min(hot) > 300  # a few band values shared by hundreds of unrelated documents
+    biggest = int(np.argmax(sizes))
+    members = np.arange(families.starts[biggest], families.starts[biggest + 1])
+    assert len(set(partition_of(members, spec).tolist())) == spec.partitions  # across all
+    table = signatures(members, families, spec)
+    anchor = BAND_COLUMNS[biggest % len(BAND_COLUMNS)]
+    assert pc.count_distinct(table[anchor]).as_py() == 1  # the family shares its anchor band
+    assert len(generated.files(SIGNATURES)) == spec.partitions
