@@ -215,7 +215,7 @@ def step_mix(data: Generated, out: Path) -> dict[str, Any]:
     with duckdb_session() as con:
         run = _mix_session(data, out, con)
         occurrences = copy_to_parquet(
-            con, f"SELECT * REPLACE (occurrence::BIGINT AS occurrence) FROM ({occurrence_rows()})",
+            con, occurrence_rows(),
             out / "occurrences.parquet")
     return {"candidates": run.candidates, "selected": run.selected, "occurrences": occurrences,
             "achieved_tokens": run.achieved_tokens, "token_counts": run.token_counts}

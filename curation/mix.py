@@ -897,7 +897,7 @@ def occurrence_rows(removed: str | None = None) -> str:
     gone = "" if removed is None else f"WHERE c.doc_id NOT IN (SELECT doc_id FROM {removed})"
     return f"""
         SELECT s.doc_id, s.partition, s.source, s.licence, n.name AS phase,
-               c.first + c.k AS occurrence, s.tokens AS est_tokens
+               (c.first + c.k)::BIGINT AS occurrence, s.tokens AS est_tokens
         FROM (SELECT phase, doc_id, first, unnest(range(count)) AS k
               FROM (SELECT *, coalesce(sum(count) OVER (
                         PARTITION BY doc_id ORDER BY phase
