@@ -41,6 +41,7 @@ Dagster stages (no store, manifests or locks):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -51,10 +52,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from benchmarks.measure import TreeSampler
 from benchmarks.synthetic import (
@@ -107,29 +111,113 @@ def _copy_clusters(con: Any, result: str, path: Path) -> dict[str, int]:
 # --- the steps (run in the child) -------------------------------------------------------------
 
 
+MAP_TASK_ROWS = 1 << 18
+"""Documents per map task of the grouping steps, like a `documents` part; near duplicates send
+one row per band, so their tasks take a quarter of it (about 65k documents, 0.9M band rows)."""
+
+
+def _map_tasks(files: list[Path], rows_per_task: int) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Consecutive row groups of each file, about `rows_per_task` rows a task."""
+    tasks = []
+    for path in files:
+        metadata = pq.ParquetFile(path).metadata
+        groups: list[int] = []
+        rows = 0
+        for group in range(metadata.num_row_groups):
+            groups.append(group)
+            rows += metadata.row_group(group).num_rows
+            if rows >= rows_per_task:
+                tasks.append((str(path), tuple(groups)))
+                groups, rows = [], 0
+        if groups:
+            tasks.append((str(path), tuple(groups)))
+    return tuple(tasks)
+
+
+@dataclass(frozen=True)
+class _SendSignatures:
+    """A map task of the grouping steps: one task's signature rows into the exchange, as exact
+    keys (`key`: `url_hash` or `text_hash`, with placeholder ranking facts: source `web`, the
+    partition as snapshot, no text length) or as band rows (`key` None)."""
+
+    tasks: tuple[tuple[str, tuple[int, ...]], ...]
+    exchange: Any
+    key: str | None
+
+    def __call__(self, index: int) -> dict[int, str]:
+        import pyarrow.compute as pc
+
+        from curation.stages.dedup import KEY_ROWS_SCHEMA, send_bands
+
+        path, groups = self.tasks[index]
+        table = pq.ParquetFile(path).read_row_groups(list(groups))
+        if self.key is None:
+            return send_bands(table.drop_columns(["url_hash", "text_hash"]), f"{index:05d}",
+                              self.exchange)
+        rows = pa.table({"doc_id": table["doc_id"],
+                         "source": pa.array(["web"] * len(table), pa.string()),
+                         "snapshot": pa.array([Path(path).stem] * len(table), pa.string()),
+                         "text_chars": pa.array(np.zeros(len(table), np.int32)),
+                         "key": table[self.key]}).filter(pc.is_valid(table[self.key]))
+        return self.exchange.write(f"{index:05d}", rows.cast(KEY_ROWS_SCHEMA), "key")
+
+
+def _grouped(data: Generated, out: Path, name: str, key: str | None,
+             row_bytes: int, reduce: Callable[..., Any]) -> tuple[Any, list[Any]]:
+    """Map and reduce rounds of a grouping step over the exchange (`WORKERS` local workers):
+    the store, and each non-empty bucket's reduce result."""
+    from curation.exchange import Exchange, bucket_count
+    from curation.executor import map_tasks
+    from curation.storage import LocalStore
+
+    store = LocalStore(str(out / name))
+    tasks = _map_tasks(data.files(SIGNATURES),
+                       MAP_TASK_ROWS if key else MAP_TASK_ROWS // 4)
+    rows = data.spec.documents * (1 if key else len(BAND_COLUMNS))
+    exchange = Exchange(store, "work/exchange", bucket_count(rows, row_bytes, workers=WORKERS))
+    written = map_tasks(_SendSignatures(tasks, exchange, key), range(len(tasks)), WORKERS)
+    filled = [(bucket, keys) for bucket, keys in enumerate(exchange.gather(written)) if keys]
+    reduced = map_tasks(reduce(store, "work/reduced", WORKERS), filled, WORKERS)
+    store.delete_prefix(exchange.prefix)
+    return store, reduced
+
+
 def step_exact_keys(data: Generated, out: Path) -> dict[str, Any]:
-    from curation.dedup import key_clusters_sql
-    from curation.duck import duckdb_session, register
+    """URL and text keys grouped as the dedup stages group them: map tasks into the exchange,
+    a reduce task per bucket (clusters and kept members), then one sorted output."""
+    from curation.duck import duckdb_session, register_parts
+    from curation.stages.dedup import KEY_ROW_BYTES, KeyBucket
 
     found = {}
-    with duckdb_session() as con:
-        register(con, "src", data.files(SIGNATURES))
-        for key in ("text", "url"):
-            key_clusters_sql(con, "src", f"{key}_hash", f"{key}_clusters")
-            found[key] = _copy_clusters(con, f"{key}_clusters", out / f"exact_{key}.parquet")
+    for key in ("text", "url"):
+        store, reduced = _grouped(data, out, f"exact_{key}", f"{key}_hash", KEY_ROW_BYTES,
+                                  KeyBucket)
+        with duckdb_session() as con:
+            register_parts(con, "decided", store, [object_key for object_key, _ in reduced])
+            found[key] = {**_copy_clusters(con, "decided", out / f"exact_{key}.parquet"),
+                          "buckets": len(reduced)}
+        store.delete_prefix("work")
     return found
 
 
 def step_near_dup(data: Generated, out: Path) -> dict[str, Any]:
-    from curation.dedup import near_duplicate_clusters_sql
-    from curation.duck import duckdb_session, register
+    """LSH grouping as `dedup_clusters` runs it: band rows into the exchange, star edges per
+    bucket, then the connected components over every bucket's edges."""
+    from curation.dedup import EDGE_SCHEMA, edge_clusters_sql
+    from curation.duck import duckdb_session, register_parts
+    from curation.stages.dedup import BAND_ROW_BYTES, BandBucket, reduce_stats
 
+    store, reduced = _grouped(data, out, "near_dup", None, BAND_ROW_BYTES, BandBucket)
     with duckdb_session() as con:
-        register(con, "src", data.files(SIGNATURES))
-        stats = near_duplicate_clusters_sql(con, "src", "clusters", band_columns=BAND_COLUMNS)
-        return {**_copy_clusters(con, "clusters", out / "near_dup.parquet"),
-                "edges": stats.edges, "hot_buckets": stats.hot_buckets,
-                "capped_members": stats.capped_members, "rounds": stats.rounds}
+        register_parts(con, "edges", store, [key for key, _ in reduced], schema=EDGE_SCHEMA)
+        stats = edge_clusters_sql(con, "edges", "clusters",
+                                  reduce_stats([counts for _, counts in reduced]))
+        result = {**_copy_clusters(con, "clusters", out / "near_dup.parquet"),
+                  "edges": stats.edges, "hot_buckets": stats.hot_buckets,
+                  "capped_members": stats.capped_members, "rounds": stats.rounds,
+                  "buckets": len(reduced)}
+    store.delete_prefix("work")
+    return result
 
 
 def step_cross_index(data: Generated, out: Path) -> dict[str, Any]:
@@ -145,18 +233,44 @@ def step_cross_index(data: Generated, out: Path) -> dict[str, Any]:
                 "cross_links": links, "rounds": stats.rounds}
 
 
-def step_line_counts(data: Generated, out: Path) -> dict[str, Any]:
-    from curation.dedup import frequent_lines_sql
-    from curation.duck import copy_to_parquet, duckdb_session, register
+@dataclass(frozen=True)
+class _LineRowGroups:
+    """The line_counts step's map input: one row group of a generated line table per part
+    (each holds whole documents, see `benchmarks.synthetic.generate`)."""
 
-    with duckdb_session() as con:
-        register(con, "src", data.files(LINES))
-        frequent = frequent_lines_sql(con, "src")
-        edits = copy_to_parquet(con, "SELECT * FROM line_edits ORDER BY doc_id, line",
-                                out / "line_edits.parquet")
-        documents = copy_to_parquet(con, "SELECT * FROM line_documents ORDER BY doc_id",
-                                    out / "line_documents.parquet")
-    return {"frequent_lines": frequent, "lines_removed": edits, "documents_edited": documents}
+    groups: tuple[tuple[str, int], ...]
+
+    def __call__(self, part: int) -> Any:
+        path, group = self.groups[part]
+        return pq.ParquetFile(path).read_row_group(group)
+
+
+def step_line_counts(data: Generated, out: Path) -> dict[str, Any]:
+    """`line_dedup`'s three rounds (curation/stages/line_dedup.py) on `WORKERS` local workers,
+    each map task one row group of the line tables."""
+    from curation.config import DedupSettings
+    from curation.executor import map_tasks
+    from curation.stages.line_dedup import plan_line_edits
+    from curation.storage import LocalStore
+
+    groups = tuple((str(path), group) for path in data.files(LINES)
+                   for group in range(pq.ParquetFile(path).num_row_groups))
+    store = LocalStore(str(out / "line_counts"))
+    edits = plan_line_edits(_LineRowGroups(groups), len(groups), data.spec.documents, "work",
+                            store, DedupSettings(), WORKERS)
+    outputs = map_tasks(edits, range(len(groups)), WORKERS)
+    totals = {"frequent_lines": edits.frequent_lines, "buckets": edits.buckets,
+              "map_tasks": len(groups)}
+    for name in ("lines_removed", "documents_edited"):
+        totals[name] = sum(output.stats.counts[name] for output in outputs)
+    for name, folder in (("edits", "line_edits"), ("part", "line_documents")):
+        (out / folder).mkdir(exist_ok=True)
+        for index, output in enumerate(outputs):  # each part's output, as the stage stores it
+            shutil.move(output.tables[name], out / folder / f"{index:05d}.parquet")
+    for output in outputs:
+        output.tables["decisions"].unlink()
+    store.delete_prefix("work")
+    return totals
 
 
 def _count_tokens(con: Any, data: Generated) -> None:
@@ -374,12 +488,18 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def run(documents: int, memory_gb: float, steps: list[str], work: Path, partitions: int,
-        text: bool, seed: int = 0) -> dict[str, Any]:
-    """Generate, then measure every step in order; the report as a dict."""
+        text: bool, seed: int = 0, reuse: bool = False) -> dict[str, Any]:
+    """Generate (unless `reuse` and `work` holds data of the same spec), then measure every
+    step in order; the report as a dict."""
     spec = Spec(documents=documents, partitions=partitions, seed=seed, text=text,
                 lines="line_counts" in steps)
     start = time.perf_counter()
-    data = prepare(work / "data", spec)
+    folder = work / "data"
+    found = _spec_of(folder) if reuse and (folder / "spec.json").exists() else None
+    # Data with line tables serves steps that do not read them.
+    reused = found is not None and found in (spec, dataclasses.replace(spec, lines=True))
+    data = Generated(folder, found) if reused else prepare(folder, spec)
+    spec = data.spec
     generated_s = time.perf_counter() - start
     out = work / "out"
     if out.exists():
@@ -407,6 +527,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--work", type=Path, default=None,
                         help="folder for the data and outputs (default: a temporary one)")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the data in --work when it was generated with the same spec")
     parser.add_argument("--step", help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -415,13 +537,14 @@ def main(argv: list[str] | None = None) -> None:
         data = Generated(args.data, _spec_of(args.data))
         print(RESULT + json.dumps(STEP_FUNCTIONS[args.step](data, args.out)), flush=True)
         return
-    steps = [s for s in args.steps.split(",") if s]
+    steps = [s for s in args.steps.split(",") if s]  # none: only generate (with --reuse)
     unknown = set(steps) - set(STEPS)
     if unknown:
         parser.error(f"unknown steps {sorted(unknown)}; use {', '.join(STEPS)}")
     text = args.text == "yes" or (args.text == "auto" and args.documents <= 200_000)
     work = args.work or Path(os.environ.get("TMPDIR", "/tmp")) / f"scale-{args.documents}"
-    report = run(args.documents, args.memory_gb, steps, work, args.partitions, text)
+    report = run(args.documents, args.memory_gb, steps, work, args.partitions, text,
+                 reuse=args.reuse)
     print(f"\ngenerated {report['input_mb']} MB in {report['generate_s']} s")
     print(table(report["rows"]))
     if args.json:

@@ -286,7 +286,10 @@ def generate(folder: str | Path, spec: Spec) -> Generated:
                         path.parent.mkdir(parents=True, exist_ok=True)
                         writers[table, p] = pq.ParquetWriter(path, data.schema,
                                                              compression="zstd")
-                    writers[table, p].write_table(data, row_group_size=1 << 17)
+                    # A line table's row group holds whole documents: the line_counts step
+                    # reads one row group per map task.
+                    writers[table, p].write_table(data, row_group_size=(
+                        max(data.num_rows, 1) if table == LINES else 1 << 17))
     finally:
         for writer in writers.values():
             writer.close()

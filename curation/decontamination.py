@@ -431,7 +431,7 @@ class EvalIndex:
 
     def to_tables(self) -> dict[str, pa.Table]:
         """Two Arrow tables. `ngrams`: ngram_hash (uint64), length (words), item (row of
-        `items`), and benchmark and item_id (dictionary-encoded, for queries); `items`:
+        `items`), and benchmark and item_id (for queries); `items`:
         benchmark, item_id, text. Schema metadata: n-gram size and normaliser version."""
         meta = {_META_NGRAM: str(self.ngram).encode(), _META_VERSION: NORMALISER_VERSION.encode()}
         benchmarks = pa.array([i.benchmark for i in self.items], pa.string())
@@ -442,8 +442,10 @@ class EvalIndex:
                 "ngram_hash": pa.array(self.keys, pa.uint64()),
                 "length": pa.array(self.key_lengths, pa.uint16()),
                 "item": owners,
-                "benchmark": pa.DictionaryArray.from_arrays(owners, benchmarks),
-                "item_id": pa.DictionaryArray.from_arrays(owners, item_ids),
+                # Plain strings, which Parquet dictionary-encodes itself: pyarrow wrote an
+                # Arrow dictionary column differently the first time a table was written.
+                "benchmark": benchmarks.take(owners),
+                "item_id": item_ids.take(owners),
             }
         )
         texts = pa.array([i.text for i in self.items], pa.large_string())

@@ -317,6 +317,16 @@ def _bucket_edges(
 
 
 _BAND = re.compile(r"band_\d+")
+EDGE_SCHEMA = pa.schema([("doc_id", pa.string()), ("other_doc_id", pa.string())])
+BAND_ROWS_SCHEMA = pa.schema([("band", pa.string()), ("value", pa.uint64()),
+                              ("doc_id", pa.string())])
+"""Band hashes in long form, one row per (document, band): what a bucket of the exchange holds
+(`band_rows_edges_sql`)."""
+
+
+def bands_of(columns: Iterable[str]) -> list[str]:
+    """The band hash columns (`band_00`...) among `columns`, in their order."""
+    return [c for c in columns if _BAND.fullmatch(c)]
 
 
 def _create_edges(con: duckdb.DuckDBPyConnection, source: str) -> None:
@@ -324,6 +334,54 @@ def _create_edges(con: duckdb.DuckDBPyConnection, source: str) -> None:
         "CREATE OR REPLACE TABLE edges AS"
         f" SELECT doc_id, doc_id AS other_doc_id FROM {source} LIMIT 0"
     )
+
+
+def _edge_stats(con: duckdb.DuckDBPyConnection,
+                counts: Sequence[tuple[int, int, int]]) -> ClusterStats:
+    buckets, hot, capped = (sum(count[i] for count in counts) for i in range(3))
+    return ClusterStats(buckets=buckets, hot_buckets=hot, capped_members=capped,
+                        edges=_scalar(con, "SELECT count(*) FROM edges"))
+
+
+def band_rows_edges_sql(con: duckdb.DuckDBPyConnection, source: str,
+                        max_bucket_size: int = 10_000) -> ClusterStats:
+    """Table `edges` (`doc_id`, `other_doc_id`): the star edges of every band bucket of the
+    relation `source` (`BAND_ROWS_SCHEMA`: band column name, value, doc_id; nulls ignored),
+    exactly as `_bucket_edges` draws them from the wide form a band at a time, here for all
+    bands in one pass: a bucket is a (band, value), and a hot one keeps the sample ordered by
+    `md5(band name || doc_id)`, the same as there. Returns the counts (`buckets`,
+    `hot_buckets`, `capped_members`, `edges`); a (band, value)'s whole bucket must be in
+    `source` (an exchange bucket of (band, value) keys is)."""
+    cap = int(max_bucket_size)
+    con.execute(f"CREATE OR REPLACE TABLE band_buckets AS SELECT band, value, count(*) AS n,"
+                f" min(doc_id) AS center FROM {source} WHERE value IS NOT NULL"
+                " GROUP BY band, value HAVING count(*) > 1")
+    con.execute(
+        "CREATE OR REPLACE TABLE edges AS SELECT s.doc_id, b.center AS other_doc_id"
+        f" FROM {source} s JOIN band_buckets b ON s.band = b.band AND s.value = b.value"
+        f" WHERE b.n <= {cap} AND s.doc_id <> b.center")
+    con.execute(
+        "INSERT INTO edges SELECT doc_id, center FROM (SELECT doc_id, min(doc_id) OVER"
+        " (PARTITION BY band, value) AS center FROM (SELECT s.band, s.value, s.doc_id"
+        f" FROM {source} s JOIN band_buckets b ON s.band = b.band AND s.value = b.value"
+        f" WHERE b.n > {cap} QUALIFY row_number() OVER (PARTITION BY s.band, s.value ORDER BY"
+        f" md5(concat(s.band, s.doc_id)), s.doc_id) <= {cap})) WHERE doc_id <> center")
+    counts = con.sql(
+        f"SELECT count(*), count(*) FILTER (WHERE n > {cap}),"
+        f" coalesce(sum(n - {cap}) FILTER (WHERE n > {cap}), 0) FROM band_buckets"
+    ).fetchall()[0]
+    con.execute("DROP TABLE band_buckets")
+    return _edge_stats(con, [(int(counts[0]), int(counts[1]), int(counts[2]))])
+
+
+def edge_clusters_sql(con: duckdb.DuckDBPyConnection, edges: str, result: str,
+                      stats: ClusterStats) -> ClusterStats:
+    """Table `result` (`doc_id`, `cluster_id`, `cluster_size`, unordered): the connected
+    components of the relation `edges` (`doc_id`, `other_doc_id`); returns `stats` (the edges'
+    counts) with the clusters' and the components' rounds."""
+    rounds = _components(con, edges, result)
+    return _stats(con, result, buckets=stats.buckets, hot_buckets=stats.hot_buckets,
+                  capped_members=stats.capped_members, edges=stats.edges, rounds=rounds)
 
 
 def near_duplicate_clusters_sql(
@@ -347,14 +405,10 @@ def near_duplicate_clusters_sql(
     cluster nor make the bucket's work unbounded. `stats` counts hot buckets and dropped
     memberships so a check can watch them."""
     columns = con.sql(f"SELECT * FROM {source} LIMIT 0").columns
-    bands = list(band_columns) if band_columns else [c for c in columns if _BAND.fullmatch(c)]
+    bands = list(band_columns) if band_columns else bands_of(columns)
     _create_edges(con, source)
     counts = [_bucket_edges(con, source, band, max_bucket_size) for band in bands]
-    buckets, hot, capped = (sum(count[i] for count in counts) for i in range(3))
-    edges = _scalar(con, "SELECT count(*) FROM edges")
-    rounds = _components(con, "edges", result)
-    return _stats(con, result, buckets=buckets, hot_buckets=hot, capped_members=capped,
-                  edges=edges, rounds=rounds)
+    return edge_clusters_sql(con, "edges", result, _edge_stats(con, counts))
 
 
 def cluster_near_duplicates(

@@ -26,13 +26,16 @@ import duckdb
 import pyarrow as pa
 
 from curation.partition import PartFile, PartitionLayout
-from curation.storage import LocalStore, Store, read_parquet
+from curation.storage import ROW_GROUP_ROWS, LocalStore, Store, read_parquet, write_parquet_file
 
 MEMORY_ENV = "CORPUS_MEMORY_GB"
 SPILL_ENV = "CORPUS_SPILL_DIR"
 DEFAULT_MEMORY_GB = 2.0
 DEFAULT_THREADS = 2
 PROCESS_BASE_MB = 320
+MIN_TASK_MEMORY_GB = 0.5
+"""The least a resource setting may give one task: below it DuckDB sits at its 64 MB floor,
+where a hash join over millions of rows can abort the process instead of spilling."""
 
 TableSource = pa.Table | str | Path | Sequence[str | Path]
 """An Arrow table, or one or more Parquet files read lazily by DuckDB."""
@@ -139,6 +142,39 @@ def duckdb_session(settings: DuckDBSettings | None = None,
                 f" for partitions of millions of documents. {error}") from error
         finally:
             con.close()
+
+
+class ResultFiles:
+    """Local Parquet files a task writes from a session's results (in the spill folder),
+    streamed: the caller hands them on (a task's `TaskOutput` deletes them once stored); on an
+    error they are deleted here."""
+
+    def __init__(self) -> None:
+        self.paths: list[Path] = []
+
+    def __enter__(self) -> ResultFiles:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is not None:
+            self.remove()
+
+    def remove(self) -> None:
+        for path in self.paths:
+            path.unlink(missing_ok=True)
+
+    def write(self, con: duckdb.DuckDBPyConnection, query: str,
+              schema: pa.Schema | None = None) -> Path:
+        """`query`'s rows as a Parquet file with `parquet_bytes`' layout (`schema`, default the
+        query's own)."""
+        handle, name = tempfile.mkstemp(prefix="result-", suffix=".parquet",
+                                        dir=current_budget().spill_directory)
+        os.close(handle)
+        path = Path(name)
+        self.paths.append(path)
+        reader = con.sql(query).to_arrow_reader(ROW_GROUP_ROWS)
+        write_parquet_file(path, schema or reader.schema, reader)
+        return path
 
 
 def register(con: duckdb.DuckDBPyConnection, name: str, source: TableSource) -> list[str]:

@@ -93,6 +93,12 @@ class PartitionLayout:
     def manifest_key(self) -> str:
         return f"{self.prefix}/_manifest.json"
 
+    @property
+    def scratch_prefix(self) -> str:
+        """Where a run leaves objects its tasks hand each other (an exchange, per-part facts),
+        removed when the run ends; never part of the output."""
+        return f"{self.prefix}/_work"
+
     def part_key(self, index: int) -> str:
         return self.table_key("part", index)
 

@@ -68,6 +68,26 @@ class TaskWork(Protocol):
 
 
 @dataclass(frozen=True)
+class Planned:
+    """Work whose tasks need a round over the whole partition first (counts, an exchange):
+    `plan` runs inside the partition's lock, after the partition is prepared and only when some
+    task is not yet done, and returns the tasks' work. `scratch`: a store prefix the plan and
+    tasks write for each other, removed (still inside the lock) once the tasks are done."""
+
+    plan: Callable[[], TaskWork]
+    scratch: str
+
+
+def _nothing_to_do(index: int) -> TaskOutput:
+    raise RuntimeError(f"task {index} has a current marker and must not run")
+
+
+def _pending(run: PartitionRun, task_count: int) -> bool:
+    return any((marker := run.layout.read_marker(index)) is None
+               or marker["version"] != run.version for index in range(task_count))
+
+
+@dataclass(frozen=True)
 class PartitionRun:
     """One run of an asset partition: where it writes and under which version.
 
@@ -380,7 +400,7 @@ class PartitionResult:
 def run_partition(
     run: PartitionRun,
     task_count: int,
-    work: TaskWork,
+    work: TaskWork | Planned,
     workers: int,
     on_task_done: Callable[[TaskResult, int, int], None] | None = None,
     extra: dict[str, Any] | None = None,
@@ -406,7 +426,14 @@ def run_partition(
         for asset in (run.asset, *run.also):
             PartitionLayout(run.store, asset, run.partition).prepare(run.version)
             _remove_temporaries(run.store, PartitionLayout(run.store, asset, run.partition))
-        results = map_tasks(_RunTask(run, work), list(range(task_count)), workers, done)
+        scratch = work.scratch if isinstance(work, Planned) else None
+        try:
+            if isinstance(work, Planned):
+                work = work.plan() if _pending(run, task_count) else _nothing_to_do
+            results = map_tasks(_RunTask(run, work), list(range(task_count)), workers, done)
+        finally:
+            if scratch is not None:
+                run.store.delete_prefix(scratch)
         stats = sum((result.stats for result in results), StageStats())
         check_locks()
         for asset in run.also:

@@ -19,10 +19,10 @@ from typing import Any, ClassVar, Self
 
 from dagster import ConfigurableResource, EnvVar, InitResourceContext
 from dagster_aws.s3 import S3Resource
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, model_validator
 
 from curation.config import PipelineConfig, RecipeConfig, load_pipeline, load_recipe, recipe_names
-from curation.duck import DEFAULT_MEMORY_GB, MEMORY_ENV, use_budget
+from curation.duck import DEFAULT_MEMORY_GB, MEMORY_ENV, MIN_TASK_MEMORY_GB, use_budget
 from curation.executor import use_ray
 from curation.graph import ALL
 from curation.storage import InputReader, Store, open_store
@@ -157,11 +157,22 @@ class ComputeResource(EnvironmentResource):
                                     description=f"Ray cluster address, or 'local'; unset: "
                                     f"${RAY_ENV} when a run starts, else no Ray")
     memory_gb: float | None = Field(
-        default=None, gt=0, description=f"Memory one global step may hold (GB) before it "
-        f"spills to disk (docs/scale.md); unset: ${MEMORY_ENV}, else {DEFAULT_MEMORY_GB}")
+        default=None, ge=MIN_TASK_MEMORY_GB, description=f"Memory one global step may hold "
+        f"(GB) before it spills to disk, shared by the tasks it runs at once on a machine "
+        f"(docs/scale.md); at least {MIN_TASK_MEMORY_GB} per worker; unset: ${MEMORY_ENV}, "
+        f"else {DEFAULT_MEMORY_GB}")
     spill_directory: str | None = Field(
         default=None, description="Local folder the global steps spill to; unset: the system "
         "temporary folder")
+
+    @model_validator(mode="after")
+    def _budget_per_worker(self) -> Self:
+        if self.memory_gb is not None and self.workers and \
+                self.memory_gb / self.workers < MIN_TASK_MEMORY_GB:
+            raise ValueError(
+                f"memory_gb={self.memory_gb} shared by workers={self.workers} leaves each task "
+                f"under {MIN_TASK_MEMORY_GB} GB: raise memory_gb or lower workers")
+        return self
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         use_ray(self.ray_address)

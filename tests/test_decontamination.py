@@ -38,6 +38,7 @@ from curation.evals import (
     load_benchmarks,
     standard_benchmarks,
 )
+from curation.storage import parquet_bytes
 
 NGRAM = 13
 
@@ -499,3 +500,16 @@ def test_hits_table(index: EvalIndex, items: list[EvalItem]) -> None:
     assert table.column_names[:3] == ["doc_id", "benchmark", "item_id"]
     assert table["doc_id"].to_pylist() == ["b"] * len(hits)
     assert hits_table(hits).column("doc").to_pylist() == [1] * len(hits)
+
+
+def test_the_stored_index_has_the_same_bytes_on_every_write() -> None:
+    """A version is rebuilt byte for byte: the first write of a process (where pyarrow once
+    encoded an Arrow dictionary column differently) equals every later one."""
+    rng = random.Random(5)
+    words = [f"w{n}" for n in range(300)]
+    items = [EvalItem(f"bench{i % 3}", f"bench{i % 3}:{i}",
+                      " ".join(rng.choices(words, k=rng.randrange(5, 40)))) for i in range(60)]
+    written = [parquet_bytes(build_index(items).to_tables()["ngrams"]) for _ in range(3)]
+    assert written[0] == written[1] == written[2]
+    assert written == [parquet_bytes(build_index(items).to_tables()["ngrams"])
+                       for _ in range(3)]

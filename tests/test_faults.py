@@ -616,37 +616,43 @@ def test_dedup_killed_mid_stage_resumes_and_matches_a_clean_run(shared_data, tmp
     inputs = _inputs(shared_data, tmp_path / "in", [CC_2020, DOLMA0, DOLMA1])
     run_documents("DD", inputs, LocalStore(str(killed)), DocumentsSettings(), workers=0)
     shutil.copytree(killed, tmp_path / "clean")
-    # Killed while writing line_dedup's main part: its decisions and edits are written, its
-    # part is half-written under a temporary name, its marker and manifest are not.
+    # Killed while writing line_dedup's second part (one task per documents part): task 0 is
+    # done (marker), task 1's decisions and edits are written, its part is half-written under a
+    # temporary name, the exchange is left in _work, the manifest is not written.
     process = _runner({"mode": "dedup", "root": str(killed), "partition": "DD",
                        "stages": DEDUP_STAGES, "settings": DEDUP},
-                      {"KILL_AT": "line_dedup/DD/part-00000.parquet"})
+                      {"KILL_AT": "line_dedup/DD/part-00001.parquet"})
     _, err = process.communicate(timeout=120)
     assert process.returncode == -signal.SIGKILL, err[-2000:]
     line = killed / "line_dedup/DD"
     assert (killed / "url_dedup/DD/_manifest.json").exists()
     assert (killed / "exact_dedup/DD/_manifest.json").exists()
-    assert not (line / "_manifest.json").exists() and not (line / "_tasks").exists()
-    assert not (line / "part-00000.parquet").exists()
-    assert {p.name for p in line.glob("*.parquet")} == {"decisions-00000.parquet",
-                                                        "edits-00000.parquet"}
+    assert not (line / "_manifest.json").exists()
+    assert [p.name for p in (line / "_tasks").iterdir()] == ["task-00000.json"]
+    assert any((line / "_work").rglob("*.parquet"))
+    assert {p.name for p in line.glob("*.parquet")} == {
+        "part-00000.parquet", "decisions-00000.parquet", "edits-00000.parquet",
+        "decisions-00001.parquet", "edits-00001.parquet"}
     for path in line.glob("*.parquet"):
         pq.read_table(path)  # whole
     markers = {stage: (killed / stage / "DD/_tasks/task-00000.json").stat().st_mtime_ns
-               for stage in DEDUP_STAGES[:2]}
+               for stage in DEDUP_STAGES}
     store = LocalStore(str(killed))
     resumed = {stage: run_partition_dedup(DocumentsInput(store, "DD"), stage,
                                           DedupSettings(**DEDUP), {}) for stage in DEDUP_STAGES}
-    assert [resumed[s].stats.tasks_skipped for s in DEDUP_STAGES] == [1, 1, 0]
-    assert resumed["line_dedup"].stats.tasks_run == 1
+    parts = DocumentsInput(store, "DD").task_count()
+    assert parts == 3
+    assert [resumed[s].stats.tasks_skipped for s in DEDUP_STAGES] == [1, 1, 1]
+    assert resumed["line_dedup"].stats.tasks_run == parts - 1
     assert markers == {stage: (killed / stage / "DD/_tasks/task-00000.json").stat().st_mtime_ns
-                       for stage in DEDUP_STAGES[:2]}
+                       for stage in DEDUP_STAGES}
+    assert not (line / "_work").exists() or not any((line / "_work").rglob("*"))
     clean_store = LocalStore(str(tmp_path / "clean"))
     for stage in DEDUP_STAGES:
         run_partition_dedup(DocumentsInput(clean_store, "DD"), stage, DedupSettings(**DEDUP),
                             {})
         _same_partition(killed, tmp_path / "clean", stage, "DD")
-    assert resumed["line_dedup"].manifest.tables["edits"][0].rows > 0
+    assert sum(part.rows for part in resumed["line_dedup"].manifest.tables["edits"]) > 0
 
 
 # --- concurrent materializations ---------------------------------------------------------------

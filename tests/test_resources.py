@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dagster import DagsterInstance, materialize
+import pytest
+from dagster import DagsterInstance, DagsterResourceFunctionError, build_resources, materialize
 from dagster_aws.s3 import S3Resource
 
 from resources import ComputeResource, PipelineResource, StorageResource
@@ -46,3 +47,17 @@ def test_unset_variables_keep_the_defaults(monkeypatch):
     assert ComputeResource().from_environment().workers == 5
     # What run configuration sets wins over the environment.
     assert ComputeResource(workers=0).from_environment().workers == 0
+
+
+def test_a_budget_too_small_per_worker_fails_when_the_run_starts() -> None:
+    """Run configuration is checked when Dagster builds the resource, before any step."""
+    launch = {"compute": ComputeResource.configure_at_launch()}
+    with pytest.raises(DagsterResourceFunctionError) as failed, build_resources(
+            launch, resource_config={"compute": {"config": {"memory_gb": 1, "workers": 4}}}):
+        pass
+    assert "memory_gb=1.0 shared by workers=4" in str(failed.value.__cause__)
+    with pytest.raises(ValueError, match="greater than or equal to 0.5"):
+        ComputeResource(memory_gb=0.25)
+    with build_resources(launch, resource_config={"compute": {"config": {
+            "memory_gb": 1, "workers": 2}}}) as built:
+        assert (built.compute.memory_gb, built.compute.workers) == (1, 2)

@@ -5,49 +5,62 @@ Clusters never depend on a recipe. Each non-kept member gets a decision row whos
 names the member the default ranking keeps (curated first, earliest snapshot, longest text); the
 mix applies the same ranking to the members that pass its selection.
 
-Memory: each stage is one task for the whole partition (or all partitions, for `cross_dedup`),
-but no whole-partition table is held in Python. Workers read one documents part at a time and
-write its per-part facts (ranking facts, URL and text hashes, line hashes) as Parquet to a work
-prefix in the store (`{asset}/{partition}/_work`, removed after); one DuckDB session under the
-memory budget reads those files and the signatures, groups, finds the components, ranks, and
-its sorted results are streamed into local Parquet files (`write_parquet_file`, the bytes
-`parquet_bytes` gives) that the task uploads by streaming. Peak memory: one part in a worker,
-DuckDB's `memory_limit`, one row group in the writer.
+Memory: each stage is one task for the partition (or all partitions, for `cross_dedup`), and no
+whole-partition table is held in Python. URL, exact and near-duplicate grouping run as map and
+reduce tasks (`curation.executor.map_tasks`, local pool or Ray) over a hash-partitioned exchange
+in the store (`curation.exchange`, under the work prefix `{asset}/{partition}/_work`, removed
+after): map tasks read one part each (documents, or `minhash_signatures` for near duplicates)
+and write its keyed rows split by bucket (exact keys with the ranking facts; band values in long
+form, keyed by value and band); reduce tasks group one bucket each in a DuckDB session under
+their share of the budget (`task_settings`), since every row of a key is in one bucket. For
+exact keys a bucket's clusters and kept members are final: the reduce writes its decided rows,
+and the parent's session only sorts them into the outputs. For near duplicates a bucket writes
+its star edges (hot buckets sampled as in `near_duplicate_clusters_sql`); the parent's session
+runs the connected components over all of them and ranks, with the per-part ranking facts the
+workers wrote. The parent's DuckDB session is under the memory budget and its sorted results are
+streamed into local Parquet files (`write_parquet_file`, the bytes `parquet_bytes` gives) that
+the task uploads by streaming. Peak memory: one part in a map task, one bucket within its
+DuckDB share in a reduce task, DuckDB's `memory_limit` in the parent (components, final sort),
+one row group in the writer. Outputs do not depend on the bucket or worker count.
+`cross_dedup` has the workers write each part's facts and keys to the work prefix and builds
+its index and components in one session under the budget.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.config import DedupSettings, stable_hash
 from curation.dedup import (
+    BAND_ROWS_SCHEMA,
     CLUSTER_SCHEMA,
-    LINE_EDITS_ORDER,
-    LINE_HASH_SCHEMA,
+    EDGE_SCHEMA,
     ClusterStats,
     CrossIndex,
     Ranking,
+    band_rows_edges_sql,
+    bands_of,
     choose_kept_sql,
-    frequent_lines_sql,
+    edge_clusters_sql,
     key_clusters_sql,
-    line_hash_table,
-    near_duplicate_clusters_sql,
     text_hash,
     url_hash,
 )
 from curation.duck import (
+    ResultFiles,
     copy_to_parquet,
     current_budget,
     duckdb_session,
@@ -56,6 +69,7 @@ from curation.duck import (
     register_table,
     scalar,
 )
+from curation.exchange import Exchange, bucket_count, task_settings
 from curation.executor import map_tasks
 from curation.graph import (
     ALL,
@@ -68,10 +82,11 @@ from curation.graph import (
     URL_DEDUP,
 )
 from curation.partition import Manifest, PartitionLayout
-from curation.schema import DECISION_SCHEMA, EDIT_SCHEMA
+from curation.schema import DECISION_SCHEMA
 from curation.stages.base import DocumentsInput
+from curation.stages.line_dedup import run_line_dedup
 from curation.stats import StageStats
-from curation.storage import ROW_GROUP_ROWS, LocalStore, Store, parquet_bytes, write_parquet_file
+from curation.storage import LocalStore, Store, parquet_bytes
 from curation.tasks import PartitionResult, PartitionRun, TaskOutput, hold_locks, run_partition
 
 KERNEL_VERSION = "dedup-1"
@@ -83,7 +98,6 @@ OUTPUT_SCHEMA = pa.schema([*CLUSTER_SCHEMA, pa.field("kept_doc_id", pa.string())
 
 
 _KEY_COLUMNS = {URL: "url_hash", EXACT: "text_hash"}
-WORK = "_work"
 FACTS_SCHEMA = pa.schema([("doc_id", pa.string()), ("source", pa.string()),
                           ("snapshot", pa.string()), ("text_chars", pa.int32())])
 KEYS_SCHEMA = pa.schema([("doc_id", pa.string()), ("url_hash", pa.uint64()),
@@ -95,12 +109,29 @@ def _work_area(store: Store, layout: PartitionLayout) -> Iterator[str]:
     """A prefix in the store beside `layout` where workers leave per-part files for the
     parent's DuckDB (on S3 too, where Ray workers on other nodes write them); removed after,
     and before, in case a killed run left one."""
-    prefix = f"{layout.prefix}/{WORK}"
+    prefix = layout.scratch_prefix
     store.delete_prefix(prefix)
     try:
         yield prefix
     finally:
         store.delete_prefix(prefix)
+
+
+def _read_facts(store: Store, partition: str, index: int) -> tuple[pa.Table, pa.Table]:
+    """One documents part (doc_id, source, snapshot, url, text) and its ranking facts."""
+    part = DocumentsInput(store, partition).layout.read_part(
+        index, columns=["doc_id", "source", "snapshot", "url", "text"])
+    facts = part.select(["doc_id", "source", "snapshot"]).append_column(
+        "text_chars", pc.utf8_length(part["text"]))
+    return part, facts.cast(FACTS_SCHEMA)
+
+
+def _key_hashes(part: pa.Table, key: str) -> pa.Array:
+    """`url_hash` (null without a URL) or `text_hash` of each document of `part`."""
+    if key == "url_hash":
+        return pa.array([url_hash(url) if url else None for url in part["url"].to_pylist()],
+                        pa.uint64())
+    return pa.array([text_hash(text) for text in part["text"].to_pylist()], pa.uint64())
 
 
 @dataclass(frozen=True)
@@ -115,21 +146,14 @@ class _PartFacts:
 
     def __call__(self, task: tuple[str, int]) -> tuple[str, str | None]:
         partition, index = task
-        part = DocumentsInput(self.store, partition).layout.read_part(
-            index, columns=["doc_id", "source", "snapshot", "url", "text"])
+        part, facts = _read_facts(self.store, partition, index)
         name = f"{self.prefix}/{quote(partition, safe='')}-{index:05d}"
-        facts = part.select(["doc_id", "source", "snapshot"]).append_column(
-            "text_chars", pc.utf8_length(part["text"]))
-        self.store.write_bytes(f"{name}-facts.parquet", parquet_bytes(facts.cast(FACTS_SCHEMA)))
+        self.store.write_bytes(f"{name}-facts.parquet", parquet_bytes(facts))
         if partition not in self.keyed:
             return f"{name}-facts.parquet", None
-        keys = pa.table({
-            "doc_id": part["doc_id"],
-            "url_hash": pa.array([url_hash(url) if url else None
-                                  for url in part["url"].to_pylist()], pa.uint64()),
-            "text_hash": pa.array([text_hash(text) for text in part["text"].to_pylist()],
-                                  pa.uint64())}).cast(KEYS_SCHEMA)
-        self.store.write_bytes(f"{name}-keys.parquet", parquet_bytes(keys))
+        keys = pa.table({"doc_id": part["doc_id"],
+                         **{key: _key_hashes(part, key) for key in ("url_hash", "text_hash")}})
+        self.store.write_bytes(f"{name}-keys.parquet", parquet_bytes(keys.cast(KEYS_SCHEMA)))
         return f"{name}-facts.parquet", f"{name}-keys.parquet"
 
 
@@ -155,57 +179,37 @@ def _part_facts(store: Store, prefix: str, partitions: Sequence[str], keyed: Col
     return _FactFiles([facts for facts, _ in written], keys)
 
 
-class _LocalFiles:
-    """Local Parquet files a step writes from DuckDB results (in the spill folder), streamed:
-    the caller hands them on (`TaskOutput` deletes them once stored); on an error they are
-    deleted here."""
-
-    def __init__(self) -> None:
-        self.paths: list[Path] = []
-
-    def __enter__(self) -> _LocalFiles:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        if kind is not None:
-            self.remove()
-
-    def remove(self) -> None:
-        for path in self.paths:
-            path.unlink(missing_ok=True)
-
-    def write(self, con: duckdb.DuckDBPyConnection, query: str,
-              schema: pa.Schema | None = None) -> Path:
-        """`query`'s rows as a Parquet file with `parquet_bytes`' layout (`schema`, default the
-        query's own)."""
-        handle, name = tempfile.mkstemp(prefix="dedup-", suffix=".parquet",
-                                        dir=current_budget().spill_directory)
-        os.close(handle)
-        path = Path(name)
-        self.paths.append(path)
-        reader = con.sql(query).to_arrow_reader(ROW_GROUP_ROWS)
-        write_parquet_file(path, schema or reader.schema, reader)
-        return path
+def _rank(con: duckdb.DuckDBPyConnection, clusters: str, facts: str,
+          policy: str = "longest") -> None:
+    """Table `decided` (`OUTPUT_SCHEMA`'s columns, unordered) from the relations `clusters`
+    and `facts` of the session: each member with its cluster's kept member."""
+    con.execute("CREATE TABLE members AS SELECT c.cluster_id, c.doc_id, f.source, f.snapshot,"
+                f" f.text_chars FROM {clusters} c JOIN {facts} f ON c.doc_id = f.doc_id")
+    choose_kept_sql(con, "members", "kept", Ranking(policy=policy))
+    con.execute("CREATE TABLE decided AS SELECT c.doc_id, c.cluster_id, c.cluster_size,"
+                f" k.kept_doc_id, c.doc_id = k.kept_doc_id AS keep FROM {clusters} c"
+                " JOIN kept k ON c.doc_id = k.doc_id")
 
 
 def _decide(con: duckdb.DuckDBPyConnection, clusters: ClusterStats, stage: str,
-            files: _LocalFiles, policy: str = "longest") -> TaskOutput:
+            files: ResultFiles, policy: str = "longest") -> TaskOutput:
     """From the tables `clusters` and `facts` of the session: the cluster rows with
     `kept_doc_id` and `keep` (the part), the drop decisions, and statistics; the rows are
     produced by DuckDB and streamed to local files."""
-    con.execute("CREATE TABLE members AS SELECT c.cluster_id, c.doc_id, f.source, f.snapshot,"
-                " f.text_chars FROM clusters c JOIN facts f ON c.doc_id = f.doc_id")
-    choose_kept_sql(con, "members", "kept", Ranking(policy=policy))
-    con.execute("CREATE TABLE decided AS SELECT c.doc_id, c.cluster_id, c.cluster_size,"
-                " k.kept_doc_id, c.doc_id = k.kept_doc_id AS keep FROM clusters c"
-                " JOIN kept k ON c.doc_id = k.doc_id")
+    _rank(con, "clusters", "facts", policy)
+    return _outputs(con, clusters, stage, files, scalar(con, "SELECT count(*) FROM facts"))
+
+
+def _outputs(con: duckdb.DuckDBPyConnection, clusters: ClusterStats, stage: str,
+             files: ResultFiles, documents: int) -> TaskOutput:
+    """The part (the relation `decided`, sorted), the drop decisions and the statistics of a
+    partition of `documents` documents."""
     rows = files.write(con, "SELECT * FROM decided ORDER BY doc_id", OUTPUT_SCHEMA)
     decisions = files.write(
         con, f"SELECT doc_id, {literal(stage)} AS stage, 'drop' AS verdict,"
         f" {literal(REASONS[stage])} AS reason, cluster_size::DOUBLE AS value,"
         " cluster_id AS detail, kept_doc_id FROM decided WHERE NOT keep ORDER BY doc_id",
         DECISION_SCHEMA)
-    documents = scalar(con, "SELECT count(*) FROM facts")
     dropped = scalar(con, "SELECT count(*) FROM decided WHERE NOT keep")
     stats = StageStats(records_in=documents, candidates=documents, docs_out=documents - dropped)
     stats.rejects[REASONS[stage]] = dropped
@@ -218,100 +222,199 @@ def _decide(con: duckdb.DuckDBPyConnection, clusters: ClusterStats, stage: str,
     return TaskOutput({"part": rows, "decisions": decisions}, stats)
 
 
+# --- the exchange: grouping as map and reduce tasks -------------------------------------------
+
+KEY_ROWS_SCHEMA = pa.schema([*FACTS_SCHEMA, pa.field("key", pa.uint64())])
+KEY_ROW_BYTES = 96
+"""About what one key row (doc_id, key, source, snapshot, text_chars) takes in DuckDB."""
+BAND_ROW_BYTES = 64
+"""About what one long band row (band, value, doc_id) takes in DuckDB."""
+_BAND_MIX = 0xD1B54A32D192ED03  # odd: band i's values are moved by i times it, mod 2**64
+
+
+@dataclass(frozen=True)
+class _PartKeys:
+    """Map task: one documents part's rows with a non-null exact key (its facts and `key`, the
+    `url_hash` or `text_hash`) into the exchange, split by key. Returns the objects written
+    and the part's document count."""
+
+    store: Store
+    partition: str
+    exchange: Exchange
+    key: str
+
+    def __call__(self, index: int) -> tuple[dict[int, str], int]:
+        part, facts = _read_facts(self.store, self.partition, index)
+        keys = _key_hashes(part, self.key)
+        rows = facts.append_column("key", keys).filter(pc.is_valid(keys))
+        return self.exchange.write(f"{index:05d}", rows.cast(KEY_ROWS_SCHEMA), "key"), len(part)
+
+
+@dataclass(frozen=True)
+class _BucketTask:
+    """A reduce task's common part: where its result object goes, and how many reduce tasks
+    share the budget (`task_settings`)."""
+
+    store: Store
+    prefix: str
+    workers: int
+
+    def _store(self, files: ResultFiles, con: duckdb.DuckDBPyConnection, bucket: int,
+               query: str, schema: pa.Schema) -> str:
+        """`query`'s rows as the bucket's result object, streamed through a local file."""
+        key = f"{self.prefix}/b{bucket:05d}.parquet"
+        self.store.write_file(key, files.write(con, query, schema))
+        files.remove()
+        return key
+
+
+@dataclass(frozen=True)
+class KeyBucket(_BucketTask):
+    """Reduce task: one bucket's exact-key rows grouped into clusters (every member of a key is
+    in this bucket, so they are final) and ranked; the decided rows (`OUTPUT_SCHEMA`) written
+    as one object. Returns its key and the bucket's clusters. Memory: the DuckDB share
+    `task_settings(workers)`."""
+
+    def __call__(self, task: tuple[int, list[str]]) -> tuple[str, int]:
+        bucket, objects = task
+        with duckdb_session(task_settings(self.workers)) as con, ResultFiles() as files:
+            register_parts(con, "facts", self.store, objects, schema=KEY_ROWS_SCHEMA)
+            stats = key_clusters_sql(con, "facts", "key", "clusters")
+            _rank(con, "clusters", "facts")
+            return self._store(files, con, bucket, "SELECT * FROM decided", OUTPUT_SCHEMA), \
+                stats.clusters
+
+
+@dataclass(frozen=True)
+class _PartBands:
+    """Map task: one `minhash_signatures` part's band hashes in long form (`BAND_ROWS_SCHEMA`,
+    nulls left out) into the exchange, split by a key mixing the band's number into the value,
+    so one value in two bands lands in independent buckets. Returns the objects written."""
+
+    layout: PartitionLayout
+    exchange: Exchange
+
+    def __call__(self, index: int) -> dict[int, str]:
+        return send_bands(self.layout.read_part(index), f"{index:05d}", self.exchange)
+
+
+def send_bands(signatures: pa.Table, label: str, exchange: Exchange) -> dict[int, str]:
+    """`signatures`' band hashes (`doc_id`, `band_NN`) into `exchange` in long form: the map
+    side of near-duplicate grouping, for `_PartBands` and the scale benchmark."""
+    tables = []
+    for band in bands_of(signatures.column_names):
+        rows = pa.table({"band": pa.array([band] * len(signatures), pa.string()),
+                         "value": signatures[band], "doc_id": signatures["doc_id"]})
+        rows = rows.filter(pc.is_valid(rows["value"])).cast(BAND_ROWS_SCHEMA)
+        shift = np.uint64(int(band.removeprefix("band_")) * _BAND_MIX % 2**64)
+        tables.append((rows, rows["value"].to_numpy() ^ shift))
+    if not tables:
+        return {}
+    return exchange.write(label, pa.concat_tables([t for t, _ in tables]),
+                          np.concatenate([keys for _, keys in tables]))
+
+
+@dataclass(frozen=True)
+class BandBucket(_BucketTask):
+    """Reduce task: one bucket's band rows grouped per (band, value) into star edges, hot
+    buckets sampled as in `near_duplicate_clusters_sql` (every row of a (band, value) is in
+    this bucket); the edges (`EDGE_SCHEMA`) written as one object. Returns its key and the
+    bucket's counts."""
+
+    max_bucket_size: int = 10_000
+
+    def __call__(self, task: tuple[int, list[str]]) -> tuple[str, ClusterStats]:
+        bucket, objects = task
+        with duckdb_session(task_settings(self.workers)) as con, ResultFiles() as files:
+            register_parts(con, "bands", self.store, objects,
+                           columns=BAND_ROWS_SCHEMA.names)
+            stats = band_rows_edges_sql(con, "bands", self.max_bucket_size)
+            return self._store(files, con, bucket, "SELECT * FROM edges", EDGE_SCHEMA), stats
+
+
+def _reduced(output: TaskOutput, buckets: int) -> TaskOutput:
+    """`output` with the number of reduce tasks the exchange ran (non-empty buckets)."""
+    output.stats.counts["exchange_buckets"] = buckets
+    return output
+
+
+def reduce_stats(counts: list[ClusterStats]) -> ClusterStats:
+    return ClusterStats(*(sum(getattr(c, name) for c in counts)
+                          for name in ("buckets", "hot_buckets", "capped_members", "edges")))
+
+
 @dataclass(frozen=True)
 class ClusterWork:
-    """One task for the whole partition: grouping needs every document's key. The workers
-    write each documents part's facts to the store; DuckDB groups, finds the components,
-    ranks and writes the outputs."""
+    """One task for the whole partition, which runs the grouping as map and reduce tasks over
+    an exchange in the store (`curation.exchange`) on the workers: map tasks split each part's
+    keys (exact keys, or band values) by bucket, reduce tasks group one bucket each. Exact
+    keys: a bucket's clusters and kept members are final, the parent only sorts them into the
+    outputs. Near duplicates: the buckets' star edges go to the parent's connected components
+    and ranking. `buckets` overrides the bucket count `bucket_count` picks."""
 
     documents: DocumentsInput
     stage: str
     settings: DedupSettings
     workers: int = 0
+    buckets: int | None = None
 
     def __call__(self, index: int) -> TaskOutput:
-        key = _KEY_COLUMNS.get(self.stage)
         store, partition = self.documents.store, self.documents.partition
         with _work_area(store, PartitionLayout(store, self.stage, partition)) as work:
-            files = _part_facts(store, work, [partition], [partition] if key else [],
-                                self.workers)
-            with duckdb_session() as con, _LocalFiles() as local:
-                register_parts(con, "facts", store, files.facts, schema=FACTS_SCHEMA)
-                if key is None:
-                    register_table(con, "signatures",
-                                   PartitionLayout(store, MINHASH_SIGNATURES, partition))
-                    clusters = near_duplicate_clusters_sql(
-                        con, "signatures", "clusters",
-                        max_bucket_size=self.settings.max_bucket_size)
-                else:
-                    register_parts(con, "keys", store, files.keys[partition],
-                                   schema=KEYS_SCHEMA)
-                    clusters = key_clusters_sql(con, "keys", key, "clusters")
-                return _decide(con, clusters, self.stage, local)
+            if self.stage in _KEY_COLUMNS:
+                return self._exact(work)
+            return self._near(work)
 
+    def _bucket_count(self, rows: int, row_bytes: int) -> int:
+        return self.buckets or bucket_count(rows, row_bytes, workers=self.workers)
 
-@dataclass(frozen=True)
-class _PartLineHashes:
-    """One documents part's line hashes, written as Parquet under `prefix`; returns its key."""
+    def _reduce(self, reduce: Callable[[tuple[int, list[str]]], Any], exchange: Exchange,
+                written: list[dict[int, str]]) -> list[Any]:
+        tasks = [(bucket, objects) for bucket, objects in enumerate(exchange.gather(written))
+                 if objects]
+        reduced = map_tasks(reduce, tasks, self.workers)
+        exchange.store.delete_prefix(exchange.prefix)  # read: its disk is free for what follows
+        return reduced
 
-    documents: DocumentsInput
-    prefix: str
+    def _exact(self, work: str) -> TaskOutput:
+        store, partition = self.documents.store, self.documents.partition
+        rows = self.documents.layout.complete_manifest().rows
+        exchange = Exchange(store, f"{work}/keys", self._bucket_count(rows, KEY_ROW_BYTES))
+        mapped = map_tasks(_PartKeys(store, partition, exchange, _KEY_COLUMNS[self.stage]),
+                           range(self.documents.task_count()), self.workers)
+        reduced = self._reduce(KeyBucket(store, f"{work}/decided", self.workers), exchange,
+                               [objects for objects, _ in mapped])
+        with duckdb_session() as con, ResultFiles() as local:
+            register_parts(con, "decided", store, [key for key, _ in reduced],
+                           schema=OUTPUT_SCHEMA)
+            clusters = ClusterStats(clusters=sum(count for _, count in reduced))
+            return _reduced(_outputs(con, clusters, self.stage, local,
+                                     sum(n for _, n in mapped)), len(reduced))
 
-    def __call__(self, part: int) -> str:
-        table = self.documents.read(part)
-        key = f"{self.prefix}/lines-{part:05d}.parquet"
-        self.documents.store.write_bytes(key, parquet_bytes(line_hash_table(
-            table["doc_id"].to_pylist(), table["text"].to_pylist())))
-        return key
-
-
-@dataclass(frozen=True)
-class LineWork:
-    """One task for the whole partition (a line is frequent across all of it); the lines of
-    each document part are hashed on the workers, most of the stage's time, and written to the
-    store; DuckDB counts them and writes the outputs."""
-
-    documents: DocumentsInput
-    settings: DedupSettings
-    workers: int = 0
-
-    def __call__(self, index: int) -> TaskOutput:
-        store = self.documents.store
-        with _work_area(store, PartitionLayout(store, LINES, self.documents.partition)) as work:
-            keys = map_tasks(_PartLineHashes(self.documents, work),
-                             range(self.documents.task_count()), self.workers)
-            with duckdb_session() as con, _LocalFiles() as local:
-                register_parts(con, "lines", store, keys, schema=LINE_HASH_SCHEMA)
-                frequent = frequent_lines_sql(con, "lines",
-                                              max_documents=self.settings.line_max_documents,
-                                              min_chars=self.settings.line_min_chars)
-                part = local.write(con, "SELECT * FROM line_documents ORDER BY doc_id")
-                edits = local.write(
-                    con, f"SELECT doc_id, {literal(LINES)} AS stage, 'boilerplate_line' AS kind,"
-                    ' line, NULL::BIGINT AS start, NULL::BIGINT AS "end" FROM line_edits'
-                    f" ORDER BY {LINE_EDITS_ORDER}", EDIT_SCHEMA)
-                decisions = local.write(
-                    con, f"SELECT doc_id, {literal(LINES)} AS stage, 'drop' AS verdict,"
-                    " 'empty_after_edits' AS reason, lines_removed::DOUBLE AS value,"
-                    " NULL::VARCHAR AS detail, NULL::VARCHAR AS kept_doc_id FROM line_documents"
-                    " WHERE empty_after_edits ORDER BY doc_id", DECISION_SCHEMA)
-                lines, documents = con.sql(
-                    "SELECT count(*), count(DISTINCT doc_id) FROM lines").fetchall()[0]
-                edited, empty = con.sql(
-                    "SELECT count(*), count(*) FILTER (WHERE empty_after_edits)"
-                    " FROM line_documents").fetchall()[0]
-                removed = scalar(con, "SELECT count(*) FROM line_edits")
-        stats = StageStats(records_in=documents, candidates=documents, docs_out=documents - empty)
-        stats.rejects["empty_after_edits"] = empty
-        stats.counts.update({"lines": lines, "lines_removed": removed, "frequent_lines": frequent,
-                             "documents_edited": edited})
-        return TaskOutput({"part": part, "edits": edits, "decisions": decisions}, stats)
+    def _near(self, work: str) -> TaskOutput:
+        store, partition = self.documents.store, self.documents.partition
+        signatures = PartitionLayout(store, MINHASH_SIGNATURES, partition)
+        rows = signatures.complete_manifest().rows * self.settings.minhash.bands
+        exchange = Exchange(store, f"{work}/bands", self._bucket_count(rows, BAND_ROW_BYTES))
+        parts = len(signatures.complete_manifest().parts)
+        written = map_tasks(_PartBands(signatures, exchange), range(parts), self.workers)
+        reduced = self._reduce(
+            BandBucket(store, f"{work}/edges", self.workers, self.settings.max_bucket_size),
+            exchange, written)
+        files = _part_facts(store, work, [partition], [], self.workers)
+        with duckdb_session() as con, ResultFiles() as local:
+            register_parts(con, "edges", store, [key for key, _ in reduced], schema=EDGE_SCHEMA)
+            clusters = edge_clusters_sql(con, "edges", "clusters",
+                                         reduce_stats([counts for _, counts in reduced]))
+            register_parts(con, "facts", store, files.facts, schema=FACTS_SCHEMA)
+            return _reduced(_decide(con, clusters, self.stage, local), len(reduced))
 
 
 def run_partition_dedup(documents: DocumentsInput, stage: str, settings: DedupSettings,
                         upstream_versions: dict[str, str], workers: int = 0) -> PartitionResult:
-    work = LineWork(documents, settings, workers) if stage == LINES else ClusterWork(
-        documents, stage, settings, workers)
+    if stage == LINES:
+        return run_line_dedup(documents, settings, upstream_versions, workers)
+    work = ClusterWork(documents, stage, settings, workers)
     version = stable_hash({"kernel": KERNEL_VERSION, "stage": stage,
                            "settings": settings.model_dump(mode="json"),
                            "documents": documents.data_version(), **upstream_versions})
@@ -354,7 +457,7 @@ def run_cross_dedup(store: Store, partitions: list[str], settings: DedupSettings
         index = CrossIndex(index_folder, max_bucket_size=settings.max_bucket_size)
         known = set(index.partitions())
         added = [p for p in partitions if p not in known]
-        local = _LocalFiles()
+        local = ResultFiles()
         try:
             with _work_area(store, layout) as work:
                 files = _part_facts(store, work, partitions, added, workers)

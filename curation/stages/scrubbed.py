@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from curation.edits import Replacement, apply_edits
 from curation.graph import DOCUMENTS, HEURISTICS, LINE_DEDUP, SCRUBBED
@@ -65,15 +64,16 @@ class ScrubWork(AnnotateStage):
     asset = ASSET
     reported_reasons = (EMPTY_AFTER_EDITS,)
 
-    def _edits(self, index: int, doc_ids: list[str]) -> dict[str, _DocumentEdits]:
+    def _edits(self, index: int) -> dict[str, _DocumentEdits]:
+        """The part's recorded edits: `line_dedup`'s edits have one part per documents part,
+        like `heuristics`', so a task reads its own part's only."""
         heuristics = self.documents.upstream(HEURISTICS).read_part(index, "edits")
-        lines = self.documents.upstream(LINE_DEDUP).read_table(name="edits")
-        lines = lines.filter(pc.is_in(lines["doc_id"], pa.array(doc_ids, pa.string())))
+        lines = self.documents.upstream(LINE_DEDUP).read_part(index, "edits")
         return recorded_edits(pa.concat_tables([heuristics, lines]))
 
     def annotate(self, index: int, table: pa.Table) -> Annotation:
         doc_ids, texts = table["doc_id"].to_pylist(), table["text"].to_pylist()
-        recorded = self._edits(index, doc_ids)
+        recorded = self._edits(index)
         rows: list[dict[str, Any]] = []
         pii_edits: list[dict[str, Any]] = []
         empty: list[Drop] = []

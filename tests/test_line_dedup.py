@@ -1,0 +1,104 @@
+"""`line_dedup` as hash, count and edit rounds over the exchange (curation/stages/line_dedup.py):
+the same edits as the one-session kernel for any bucket and worker count, outputs aligned with
+the documents parts, and nothing left in the store."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from curation.config import DedupSettings
+from curation.dedup import frequent_lines, line_hash_table
+from curation.graph import DOCUMENTS, LINE_DEDUP
+from curation.partition import Manifest, PartitionLayout
+from curation.stages.base import DocumentsInput
+from curation.stages.line_dedup import run_line_dedup
+from curation.storage import LocalStore
+
+BOILERPLATE = [f"Shared footer number {n} with enough characters" for n in range(30)]
+SETTINGS = DedupSettings(line_max_documents=6, line_min_chars=5)
+
+
+def _parts(documents: int = 1200, parts: int = 4, seed: int = 3) -> list[pa.Table]:
+    rng = random.Random(seed)
+    rows = []
+    for i in range(documents):
+        lines = [f"own line {i} {rng.getrandbits(48)}" for _ in range(rng.randrange(0, 4))]
+        lines += rng.sample(BOILERPLATE, rng.randrange(0, 4))
+        if rng.random() < 0.1:
+            lines.append(lines[-1] if lines else "ok")  # a line repeated in one document
+        lines.append("|")  # too short to count, never removed
+        rng.shuffle(lines)
+        rows.append({"doc_id": f"d{rng.getrandbits(64):016x}", "text": "\n".join(lines)})
+    table = pa.Table.from_pylist(rows)
+    size = -(-documents // parts)
+    return [table.slice(start, size) for start in range(0, documents, size)]
+
+
+def _write_documents(store: LocalStore, parts: list[pa.Table]) -> None:
+    layout = PartitionLayout(store, DOCUMENTS, "P")
+    layout.write_manifest(Manifest(DOCUMENTS, "P", "v1", [
+        layout.write_part(index, part) for index, part in enumerate(parts)]))
+
+
+def _digests(store: LocalStore) -> list[tuple[str, str, int, str]]:
+    manifest = PartitionLayout(store, LINE_DEDUP, "P").complete_manifest()
+    tables = {"part": manifest.parts, **manifest.tables}
+    return [(name, part.key, part.rows, part.sha256)
+            for name in sorted(tables) for part in tables[name]]
+
+
+@pytest.fixture(scope="module")
+def parts() -> list[pa.Table]:
+    return _parts()
+
+
+def test_edits_equal_the_one_session_kernel_for_any_buckets_and_workers(
+    tmp_path: Path, parts: list[pa.Table]
+) -> None:
+    everything = pa.concat_tables(parts)
+    expected = frequent_lines(line_hash_table(everything["doc_id"].to_pylist(),
+                                              everything["text"].to_pylist()),
+                              max_documents=SETTINGS.line_max_documents,
+                              min_chars=SETTINGS.line_min_chars)
+    assert expected.edits.num_rows > 500 and expected.frequent_lines >= 5
+    digests = {}
+    for buckets, workers in ((1, 0), (7, 0), (7, 2), (None, 2)):
+        store = LocalStore(str(tmp_path / f"{buckets}-{workers}"))
+        _write_documents(store, parts)
+        result = run_line_dedup(DocumentsInput(store, "P"), SETTINGS, {}, workers, buckets)
+        layout = PartitionLayout(store, LINE_DEDUP, "P")
+        edits = layout.read_table(name="edits")
+        assert sorted(zip(edits["doc_id"].to_pylist(), edits["line"].to_pylist(), strict=True)) \
+            == sorted(zip(expected.edits["doc_id"].to_pylist(),
+                          expected.edits["line"].to_pylist(), strict=True))
+        documents = layout.read_table().sort_by("doc_id")
+        assert documents.to_pylist() == expected.documents.to_pylist()
+        drops = layout.read_table(name="decisions")
+        assert sorted(drops["doc_id"].to_pylist()) == sorted(
+            row["doc_id"] for row in expected.documents.to_pylist()
+            if row["empty_after_edits"])
+        assert result.stats.counts["frequent_lines"] == expected.frequent_lines
+        assert result.stats.counts["lines_removed"] == expected.edits.num_rows
+        for index, part in enumerate(parts):  # each documents part's edits in its own part
+            own = set(part["doc_id"].to_pylist())
+            assert set(layout.read_part(index, "edits")["doc_id"].to_pylist()) <= own
+            assert set(layout.read_part(index)["doc_id"].to_pylist()) <= own
+        assert not store.list(f"{LINE_DEDUP}/P/_work")
+        digests[buckets, workers] = _digests(store)
+    first, *others = digests.values()
+    assert all(other == first for other in others)
+
+
+def test_a_finished_partition_is_not_planned_again(tmp_path: Path,
+                                                   parts: list[pa.Table]) -> None:
+    store = LocalStore(str(tmp_path))
+    _write_documents(store, parts)
+    first = run_line_dedup(DocumentsInput(store, "P"), SETTINGS, {}, 0, 3)
+    again = run_line_dedup(DocumentsInput(store, "P"), SETTINGS, {}, 0, 3)
+    assert again.stats.tasks_skipped == len(parts) and again.stats.tasks_run == 0
+    assert again.stats.counts == first.stats.counts
+    assert again.manifest.data_version == first.manifest.data_version
