@@ -35,13 +35,11 @@ enough that per-object overhead (an S3 PUT, a Parquet footer) dominates."""
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-def bucket_ids(keys: pa.Array | pa.ChunkedArray, buckets: int) -> np.ndarray:
+def bucket_ids(keys: np.ndarray, buckets: int) -> np.ndarray:
     """The bucket of each uint64 key: Fibonacci hashing (multiply, keep the high bits), so keys
     whose low bits are not uniform still spread evenly."""
-    values = np.asarray(keys.to_numpy(zero_copy_only=False) if isinstance(keys, pa.Array)
-                        else keys.to_numpy(), dtype=np.uint64)
     with np.errstate(over="ignore"):
-        mixed = values * _MIX
+        mixed = np.asarray(keys, dtype=np.uint64) * _MIX
     return ((mixed >> np.uint64(32)) % np.uint64(buckets)).astype(np.int64)
 
 
@@ -66,10 +64,10 @@ def task_settings(workers: int, budget: MemoryBudget | None = None) -> DuckDBSet
     return share.duckdb()
 
 
-def _scratch_bytes(table: pa.Table) -> bytes:
-    """Parquet for an exchange object, read once and deleted: lz4 and no dictionaries (the
-    keys and doc_ids rarely repeat within a bucket), 2.5x faster to write than the stored
-    layout's zstd with dictionaries, and smaller for these columns."""
+def scratch_bytes(table: pa.Table) -> bytes:
+    """Parquet for a scratch object (the exchange's, a reduce task's), read once and deleted:
+    lz4 and no dictionaries (keys and doc_ids rarely repeat within a bucket), 2.5x faster to
+    write than the stored layout's zstd with dictionaries, and smaller for these columns."""
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="lz4", use_dictionary=False)
     return sink.getvalue()
@@ -93,8 +91,8 @@ class Exchange:
         beside it that is not stored), one Parquet object per non-empty bucket, named by
         `label` (unique per map task); returns bucket -> object key. Rows keep their order
         within a bucket."""
-        ids = bucket_ids(pa.array(key, pa.uint64()) if isinstance(key, np.ndarray)
-                         else table[key], self.buckets)
+        ids = bucket_ids(key if isinstance(key, np.ndarray) else table[key].to_numpy(),
+                         self.buckets)
         order = np.argsort(ids, kind="stable")
         bounds = np.searchsorted(ids[order], np.arange(self.buckets + 1))
         table = table.combine_chunks()  # `take` on many chunks resolves them on every call
@@ -104,7 +102,7 @@ class Exchange:
             if end > start:  # one bucket's copy at a time, not the whole table reordered
                 object_key = f"{self.prefix}/b{bucket:05d}/{label}.parquet"
                 self.store.write_bytes(object_key,
-                                       _scratch_bytes(table.take(pa.array(order[start:end]))))
+                                       scratch_bytes(table.take(pa.array(order[start:end]))))
                 written[bucket] = object_key
         return written
 

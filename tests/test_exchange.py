@@ -23,7 +23,7 @@ def test_rows_land_in_one_bucket_by_key_and_keep_their_order(tmp_path: Path) -> 
     second = exchange.write("b", table.drop_columns(["key"]), keys)  # a key beside the table
     buckets = exchange.gather([first, second])
     assert len(buckets) == 8 and all(len(objects) == 2 for objects in buckets)
-    ids = bucket_ids(pa.array(keys), 8)
+    ids = bucket_ids(keys, 8)
     assert np.bincount(ids).min() > 0.8 * len(keys) / 8
     for bucket, (a, b) in enumerate(buckets):
         rows = pq.read_table(store.uri(a))

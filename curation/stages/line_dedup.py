@@ -31,14 +31,14 @@ import pyarrow.compute as pc
 from curation.config import DedupSettings, stable_hash
 from curation.dedup import LINE_EDITS_ORDER, line_hash_table
 from curation.duck import ResultFiles, duckdb_session, literal, register_parts, scalar
-from curation.exchange import Exchange, bucket_count, task_settings
+from curation.exchange import Exchange, bucket_count, scratch_bytes, task_settings
 from curation.executor import map_tasks
 from curation.graph import LINE_DEDUP
 from curation.partition import PartitionLayout
 from curation.schema import DECISION_SCHEMA, EDIT_SCHEMA
 from curation.stages.base import DocumentsInput
 from curation.stats import StageStats
-from curation.storage import Store, parquet_bytes
+from curation.storage import Store
 from curation.tasks import PartitionResult, PartitionRun, Planned, TaskOutput, run_partition
 
 KERNEL_VERSION = "line-dedup-2"
@@ -80,7 +80,7 @@ def send_lines(lines: pa.Table, part: int, exchange: Exchange, min_chars: int,
     per_document = counted.group_by("doc_id").aggregate([("line", "count")]).rename_columns(
         DOCUMENT_LINES_SCHEMA.names).cast(DOCUMENT_LINES_SCHEMA)
     key = f"{counts_prefix}/lines-{part:05d}.parquet"
-    exchange.store.write_bytes(key, parquet_bytes(per_document))
+    exchange.store.write_bytes(key, scratch_bytes(per_document))
     return HashedPart(exchanged, key, lines.num_rows, len(pc.unique(lines["doc_id"])))
 
 
@@ -128,9 +128,9 @@ class CountBucket:
         written: dict[int, str] = {}
         with duckdb_session(task_settings(self.workers)) as con:
             register_parts(con, "occurrences", self.store, keys, schema=OCCURRENCE_SCHEMA)
-            # Two plain aggregates, both of which spill, rather than count(DISTINCT): one
-            # boilerplate line can fill a bucket with millions of documents, and a distinct
-            # aggregate's per-group set did not fit 192 MB at 10^8 documents.
+            # Two plain aggregates that spill, rather than count(DISTINCT). Neither form fits a
+            # 192 MB share when one line is in tens of millions of documents (docs/scale.md,
+            # "Skew": a combiner in the hash round is the fix).
             con.execute("CREATE TABLE frequent AS SELECT line_hash FROM (SELECT line_hash"
                         " FROM occurrences GROUP BY line_hash, doc_id) GROUP BY line_hash"
                         " HAVING count(*) > ?", [self.max_documents])
@@ -153,7 +153,7 @@ class CountBucket:
         part = batches[0]["part"][0].as_py()
         key = f"{self.prefix}/removed/b{bucket:05d}-p{part:05d}.parquet"
         table = pa.Table.from_batches(batches).drop_columns(["part"]).cast(REMOVED_SCHEMA)
-        self.store.write_bytes(key, parquet_bytes(table))
+        self.store.write_bytes(key, scratch_bytes(table))
         return {part: key}
 
 
