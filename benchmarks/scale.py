@@ -395,14 +395,16 @@ def _sizes(folder: Path) -> tuple[int, int]:
     """Bytes under `folder`: all of them, and those of DuckDB's temporary (spill) files, which
     each session keeps in its `spill` subfolder (`curation.duck.duckdb_session`)."""
     total = spilled = 0
-    for path in folder.rglob("*"):
-        try:
-            size = path.stat().st_size if path.is_file() else 0
-        except FileNotFoundError:  # a session's file removed while listed
-            continue
-        total += size
-        if "spill" in path.relative_to(folder).parts:
-            spilled += size
+    # os.walk skips folders that vanish while it lists them (a session's spill folder)
+    for parent, _, names in os.walk(folder):
+        in_spill = "spill" in Path(parent).relative_to(folder).parts
+        for name in names:
+            try:
+                size = os.stat(os.path.join(parent, name)).st_size
+            except FileNotFoundError:  # a session's file removed while listed
+                continue
+            total += size
+            spilled += size if in_spill else 0
     return total, spilled
 
 

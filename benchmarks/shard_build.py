@@ -17,6 +17,9 @@ Method:
    - ``build N``: the whole build with N workers (`map_tasks`, one tokenizer thread each):
      the plan (keys, DuckDB sort, the join with the texts written to buckets), the ranges'
      tasks, the spans merge and the manifest. "ranges" is the tasks alone.
+   - ``encode_batch_fast, N at once``: N copies of ``encode`` at the same time, each over all
+     the texts: the most one core gives a tokenizer while N run on this machine, the ceiling
+     of a build with N workers (its copies count as each other's "other load");
    tokens/s always divides the texts' own tokens (no EOS), so the rates compare the same work;
    per worker: divided by N.
    The default run (this part) takes about a minute.
@@ -49,8 +52,10 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -160,8 +165,9 @@ def _occurrence_schema() -> Any:
 # --- the measured children -------------------------------------------------------------------
 
 
-def child_encode(folder: Path) -> dict[str, Any]:
-    """`encode_batch_fast` alone over the texts, one thread; writes `occurrences.parquet`."""
+def child_encode(folder: Path, write: bool = True) -> dict[str, Any]:
+    """`encode_batch_fast` alone over the texts, one thread; writes `occurrences.parquet`
+    unless told not to (the copies that run at once)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -177,9 +183,10 @@ def child_encode(folder: Path) -> dict[str, Any]:
                                                 add_special_tokens=False)
         lengths += [len(encoding) for encoding in encodings]
     seconds = time.perf_counter() - start
-    pq.write_table(pa.table(_occurrences(texts["doc_id"].to_pylist(),
-                                         [n + 1 for n in lengths]), _occurrence_schema()),
-                   folder / "occurrences.parquet")
+    if write:
+        pq.write_table(pa.table(_occurrences(texts["doc_id"].to_pylist(),
+                                             [n + 1 for n in lengths]), _occurrence_schema()),
+                       folder / "occurrences.parquet")
     return {"seconds": seconds, "tokens": sum(lengths), "documents": len(values),
             "text_bytes": sum(len(v.encode()) for v in values)}
 
@@ -227,8 +234,8 @@ def child_build(folder: Path, out: Path, workers: int, tokenizer_path: Path,
 
 def child_main(argv: list[str]) -> None:
     mode, folder = argv[0], Path(argv[1])
-    if mode == "encode":
-        result = child_encode(folder)
+    if mode in ("encode", "encode-copy"):
+        result = child_encode(folder, write=mode == "encode")
     else:
         out, workers, tokenizer, cap = Path(argv[2]), int(argv[3]), Path(argv[4]), int(argv[5])
         if cap:
@@ -264,6 +271,8 @@ def throughput(documents: int, workers: list[int], memory_gb: float) -> list[dic
              "tokens": base["tokens"], "tokens_per_s_per_worker": base["tokens"] / base["seconds"],
              "peak_rss_mib": encode.peak_rss_bytes / 2**20, "other_load": encode.other_load,
              "text_mb": base["text_bytes"] / 1e6}]
+    for count in (count for count in workers if count > 1):
+        rows.append(_concurrent_encode(folder, count, env))
     hashes = set()
     for count in workers:
         out = folder / f"build-{count}"
@@ -285,6 +294,24 @@ def throughput(documents: int, workers: list[int], memory_gb: float) -> list[dic
     if len(hashes) != 1:
         raise AssertionError(f"builds with {workers} workers differ: {hashes}")
     return rows
+
+
+def _concurrent_encode(folder: Path, count: int, env: dict[str, str]) -> dict[str, Any]:
+    """`count` copies of the encode child at once, each over all the texts: what one core
+    gives a tokenizer while `count` of them run, the ceiling of a build with `count` workers on
+    this machine (shared caches, memory bandwidth, neighbours' load)."""
+    with ThreadPoolExecutor(count) as pool:
+        runs = list(pool.map(lambda index: _run(["encode-copy", str(folder)],
+                                                folder / f"encode-{count}-{index}", env),
+                             range(count)))
+    results = [run.result or {} for run in runs]
+    return {"variant": f"encode_batch_fast, {count} at once", "workers": count,
+            "wall_s": max(result["seconds"] for result in results),
+            "tokens": results[0]["tokens"],
+            "tokens_per_s_per_worker": statistics.mean(
+                result["tokens"] / result["seconds"] for result in results),
+            "peak_rss_mib": sum(run.peak_rss_bytes for run in runs) / 2**20,
+            "other_load": max(run.other_load for run in runs)}
 
 
 def memory_cap(cap_mb: int, text_mb: int) -> dict[str, Any]:
@@ -332,8 +359,17 @@ def report(rows: list[dict[str, Any]], cap: dict[str, Any] | None) -> str:
                 f"| {row.get('ranges_s', row['wall_s']):.1f} | {whole:,.0f} | {ranges:,.0f} "
                 f"| {whole / base:.0%} / {ranges / base:.0%} | {row['peak_rss_mib']:.0f} "
                 f"| {row['other_load']:.1f} |")
+        builds = [row for row in rows if "sha256" in row]
         lines.append(f"\n{rows[0]['tokens']:,} tokens, {rows[0]['text_mb']:.0f} MB of text; "
-                     f"every build wrote the same bytes: {rows[1]['sha256'][:16]}")
+                     f"every build wrote the same bytes: {builds[0]['sha256'][:16]}")
+        ceilings = {row["workers"]: row["tokens_per_s_per_worker"] for row in rows
+                    if row["variant"].endswith("at once")}
+        for row in builds:
+            if row["workers"] in ceilings:
+                ceiling = ceilings[row["workers"]]
+                lines.append(f"- {row['variant']} against {row['workers']} tokenizers at once: "
+                             f"{row['tokens_per_s_per_worker'] / ceiling:.0%} (whole build), "
+                             f"{row['ranges_tokens_per_s_per_worker'] / ceiling:.0%} (ranges)")
     if cap:
         lines.append(
             f"\nMemory cap: RLIMIT_DATA {cap['cap_mib']} MiB, {cap['text_mb']:,} MB of text "

@@ -102,3 +102,62 @@ def test_a_finished_partition_is_not_planned_again(tmp_path: Path,
     assert again.stats.tasks_skipped == len(parts) and again.stats.tasks_run == 0
     assert again.stats.counts == first.stats.counts
     assert again.manifest.data_version == first.manifest.data_version
+
+
+def test_the_hash_round_sends_each_line_once_per_part_with_its_document_count(
+    tmp_path: Path
+) -> None:
+    """The combiner: a line in every document of a part reaches its count task as one row, and
+    the threshold is taken over documents summed across parts, not over occurrences."""
+    def part(documents: dict[str, list[str]]) -> pa.Table:
+        return pa.Table.from_pylist([{"doc_id": doc_id, "text": "\n".join(lines)}
+                                     for doc_id, lines in documents.items()])
+
+    everywhere, split_over = "in every document", "four here, three there"
+    just_under, repeated = "three here and three there", "five times in one document"
+    first = part({f"a{i}": [everywhere, f"own line {_spelled(i)}"] + [split_over] * (i < 4)
+                  + [just_under] * (i < 3) + [repeated] * (5 if i == 0 else i == 1)
+                  for i in range(200)})
+    second = part({f"b{i}": [everywhere] + [split_over] * (i < 3) + [just_under] * (i < 3)
+                   for i in range(100)})
+    store = LocalStore(str(tmp_path))
+    _write_documents(store, [first, second])
+    result = run_line_dedup(DocumentsInput(store, "P"), SETTINGS, {}, 0, 3)
+
+    layout = PartitionLayout(store, LINE_DEDUP, "P")
+    edits = layout.read_table(name="edits")
+    texts = {row["doc_id"]: row["text"].split("\n")
+             for row in pa.concat_tables([first, second]).to_pylist()}
+    removed = {texts[doc_id][line] for doc_id, line in zip(
+        edits["doc_id"].to_pylist(), edits["line"].to_pylist(), strict=True)}
+    assert removed == {everywhere, split_over}
+    assert edits.num_rows == 300 + 7
+    assert result.stats.counts["frequent_lines"] == 2
+
+
+def test_send_lines_writes_one_exchange_row_per_distinct_line(tmp_path: Path) -> None:
+    from curation.exchange import Exchange
+    from curation.stages.line_dedup import send_lines
+
+    doc_ids = [f"d{i}" for i in range(1000)]
+    lines = line_hash_table(doc_ids, [f"the same footer line\nthe same footer line\n"
+                                      f"own line {_spelled(i)}" for i in range(1000)])
+    store = LocalStore(str(tmp_path))
+    sent = send_lines(lines, 0, Exchange(store, "x", 4), 5, "lines")
+    exchanged = pa.concat_tables(pq_read(store, key) for key in sent.exchanged.values())
+    assert exchanged.num_rows == 1001  # the footer once, each own line once
+    footer = exchanged.filter(pa.compute.equal(exchanged["documents"], 1000))
+    assert footer.num_rows == 1
+    assert pq_read(store, sent.lines_key).num_rows == 3000  # every occurrence kept for edits
+
+
+def _spelled(number: int) -> str:
+    """`number` in letters: normalising a line drops its digits."""
+    return "".join(chr(ord("a") + int(digit)) for digit in str(number))
+
+
+def pq_read(store: LocalStore, key: str) -> pa.Table:
+    import io
+
+    import pyarrow.parquet as pq
+    return pq.read_table(io.BytesIO(store.read_bytes(key)))

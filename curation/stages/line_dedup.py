@@ -3,24 +3,28 @@ documents of a partition are removed (the rule of `curation.dedup.frequent_lines
 rounds of tasks on the local pool or Ray, over a hash-partitioned exchange in the store
 (`curation.exchange`):
 
-1. **Hash** (one task per documents part): hash the part's lines; send each line long enough
-   to count (`line_min_chars`) to the exchange, keyed by its hash, and write the part's count
-   of such lines per document.
-2. **Count** (one task per bucket): a bucket holds every occurrence of its lines, so it finds
-   its frequent lines (distinct documents over the threshold) alone; it writes their
-   occurrences back to the store split by documents part.
-3. **Edit** (the partition's tasks, one per documents part): a part's removed occurrences from
-   every bucket become its `edits`, its edited documents (`part`) and its
-   `empty_after_edits` drops. The outputs have one part per documents part, so `scrubbed`
-   reads one part's edits, never the partition's.
+1. **Hash** (one task per documents part): hash the part's lines; keep the lines long enough
+   to count (`line_min_chars`) in the store for the edit round, and send each distinct one to
+   the exchange once, keyed by its hash, with the number of the part's documents that hold it
+   (a combiner: a boilerplate line in millions of documents arrives as one row per part). The
+   bucket count follows from the rows the first part sends per document.
+2. **Count** (one task per bucket): a bucket holds every part's count of its lines, so it finds
+   its frequent lines (documents over the threshold, summed over parts) alone; it writes them
+   back to the store split by the documents parts that hold them.
+3. **Edit** (the partition's tasks, one per documents part): a part's counted lines that are
+   frequent become its `edits`, its edited documents (`part`) and its `empty_after_edits`
+   drops. The outputs have one part per documents part, so `scrubbed` reads one part's edits,
+   never the partition's.
 
-Memory: a hash task holds one documents part; a count task one bucket, in DuckDB within its
-share of the budget (`curation.exchange.task_settings`); an edit task one part's removed lines
-and per-document counts, in DuckDB likewise. Nothing holds the partition.
+Memory: a hash task holds one documents part; a count task one bucket of (line, part) counts,
+in DuckDB within its share of the budget (`curation.exchange.task_settings`), however skewed
+the lines; an edit task one part's counted lines and the frequent ones among them, in DuckDB
+likewise. Nothing holds the partition.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -43,45 +47,65 @@ from curation.tasks import PartitionResult, PartitionRun, Planned, TaskOutput, r
 
 KERNEL_VERSION = "line-dedup-2"
 LINES_PER_DOCUMENT = 16
-"""For sizing the exchange before any line is hashed: a mean of non-blank lines of at least
-`line_min_chars` per extracted web page, on the generous side (a bucket that outgrows its
-task's share spills; one that is too small only adds objects)."""
-EXCHANGE_ROW_BYTES = 64
-"""What one exchanged line takes in a count task's DuckDB (hash, doc_id, line, part)."""
+"""For sizing the exchange when the first part has no documents: a mean of non-blank lines of
+at least `line_min_chars` per extracted web page, on the generous side (a bucket that outgrows
+its task's share spills; one that is too small only adds objects)."""
+EXCHANGE_ROW_BYTES = 32
+"""What one exchanged row takes in a count task's DuckDB (hash, documents, part)."""
 
-OCCURRENCE_SCHEMA = pa.schema([("line_hash", pa.uint64()), ("doc_id", pa.string()),
-                               ("line", pa.int32()), ("part", pa.int32())])
-REMOVED_SCHEMA = pa.schema([("doc_id", pa.string()), ("line", pa.int32()),
-                            ("line_hash", pa.uint64())])
-DOCUMENT_LINES_SCHEMA = pa.schema([("doc_id", pa.string()), ("counted_lines", pa.int64())])
+LINES_SCHEMA = pa.schema([("line_hash", pa.uint64()), ("doc_id", pa.string()),
+                          ("line", pa.int32())])
+PART_COUNTS_SCHEMA = pa.schema([("line_hash", pa.uint64()), ("documents", pa.int64()),
+                                ("part", pa.int32())])
+FREQUENT_SCHEMA = pa.schema([("line_hash", pa.uint64())])
 
 
 @dataclass(frozen=True)
 class HashedPart:
-    """What a hash task sends on: its exchange objects (bucket -> key), the key of its
-    per-document counts, and its statistics."""
+    """What a hash task sends on: its exchange objects (bucket -> key), the key of its counted
+    lines (`LINES_SCHEMA`), and its statistics."""
 
     exchanged: dict[int, str]
-    document_lines: str
+    lines_key: str
     lines: int
     documents: int
 
 
+def _combined(lines: pa.Table, part: int, min_chars: int) -> tuple[pa.Table, pa.Table]:
+    """A part's counted lines (`LINES_SCHEMA`: those of at least `min_chars`) and what its
+    hash task sends: each distinct one once, with the number of the part's documents that hold
+    it (`PART_COUNTS_SCHEMA`)."""
+    counted = lines.filter(pc.greater_equal(lines["chars"], min_chars)).select(
+        LINES_SCHEMA.names).cast(LINES_SCHEMA)
+    per_line = counted.group_by("line_hash").aggregate([("doc_id", "count_distinct")])
+    combined = per_line.rename_columns(["line_hash", "documents"]).append_column(
+        "part", pa.array(np.full(per_line.num_rows, part, np.int32)))
+    return counted, combined.cast(PART_COUNTS_SCHEMA)
+
+
 def send_lines(lines: pa.Table, part: int, exchange: Exchange, min_chars: int,
-               counts_prefix: str) -> HashedPart:
-    """Round 1 for one part's line hashes (`LINE_HASH_SCHEMA`): the lines of at least
-    `min_chars` go to the exchange, keyed by their hash; the per-document counts of those lines
-    go under `counts_prefix`."""
-    counted = lines.filter(pc.greater_equal(lines["chars"], min_chars))
-    occurrences = counted.select(["line_hash", "doc_id", "line"]).append_column(
-        "part", pa.array(np.full(counted.num_rows, part, np.int32)))
-    exchanged = exchange.write(f"part-{part:05d}", occurrences.cast(OCCURRENCE_SCHEMA),
-                               "line_hash")
-    per_document = counted.group_by("doc_id").aggregate([("line", "count")]).rename_columns(
-        DOCUMENT_LINES_SCHEMA.names).cast(DOCUMENT_LINES_SCHEMA)
-    key = f"{counts_prefix}/lines-{part:05d}.parquet"
-    exchange.store.write_bytes(key, scratch_bytes(per_document))
+               lines_prefix: str) -> HashedPart:
+    """Round 1 for one part's line hashes (`LINE_HASH_SCHEMA`). The combiner: each distinct
+    line of at least `min_chars` goes to the exchange once, with the number of the part's
+    documents that hold it, so a line in millions of documents reaches its count task as one
+    row per part, not one per occurrence. The counted lines themselves stay under
+    `lines_prefix` for the part's edit task."""
+    counted, combined = _combined(lines, part, min_chars)
+    exchanged = exchange.write(f"part-{part:05d}", combined, "line_hash")
+    key = f"{lines_prefix}/part-{part:05d}.parquet"
+    exchange.store.write_bytes(key, scratch_bytes(counted))
     return HashedPart(exchanged, key, lines.num_rows, len(pc.unique(lines["doc_id"])))
+
+
+def exchange_rows(source: LineSource, rows: int, min_chars: int) -> int:
+    """The rows the hash round will send for `rows` documents, from the first part's rate
+    (one part's hashing, so that the bucket count follows the data: too many buckets cost
+    map tasks x buckets objects, which dominated the round at 10^8 documents)."""
+    lines = source(0)
+    documents = len(pc.unique(lines["doc_id"]))
+    if not documents:
+        return rows * LINES_PER_DOCUMENT
+    return math.ceil(_combined(lines, 0, min_chars)[1].num_rows / documents * rows)
 
 
 class LineSource(Protocol):
@@ -106,17 +130,18 @@ class _HashTask:
     source: LineSource
     exchange: Exchange
     min_chars: int
-    counts_prefix: str
+    lines_prefix: str
 
     def __call__(self, part: int) -> HashedPart:
         return send_lines(self.source(part), part, self.exchange, self.min_chars,
-                          self.counts_prefix)
+                          self.lines_prefix)
 
 
 @dataclass(frozen=True)
 class CountBucket:
-    """A count task: the bucket's frequent lines, their occurrences written per documents part
-    (`{prefix}/removed/b{bucket}-p{part}`). Returns (frequent lines, part -> object key)."""
+    """A count task: the bucket's frequent lines (more than `max_documents` documents over all
+    parts), written per documents part that holds them (`{prefix}/frequent/b{bucket}-p{part}`).
+    Returns (frequent lines, part -> object key)."""
 
     store: Store
     prefix: str
@@ -127,17 +152,12 @@ class CountBucket:
         bucket, keys = task
         written: dict[int, str] = {}
         with duckdb_session(task_settings(self.workers)) as con:
-            register_parts(con, "occurrences", self.store, keys, schema=OCCURRENCE_SCHEMA)
-            # Two plain aggregates that spill, rather than count(DISTINCT). Neither form fits a
-            # 192 MB share when one line is in tens of millions of documents (docs/scale.md,
-            # "Skew": a combiner in the hash round is the fix).
-            con.execute("CREATE TABLE frequent AS SELECT line_hash FROM (SELECT line_hash"
-                        " FROM occurrences GROUP BY line_hash, doc_id) GROUP BY line_hash"
-                        " HAVING count(*) > ?", [self.max_documents])
+            register_parts(con, "part_counts", self.store, keys, schema=PART_COUNTS_SCHEMA)
+            con.execute("CREATE TABLE frequent AS SELECT line_hash FROM part_counts"
+                        " GROUP BY line_hash HAVING sum(documents) > ?", [self.max_documents])
             reader = con.sql(
-                "SELECT o.part, o.doc_id, o.line, o.line_hash FROM occurrences o"
-                " SEMI JOIN frequent f ON o.line_hash = f.line_hash ORDER BY o.part"
-            ).to_arrow_reader(1 << 16)
+                "SELECT c.part, c.line_hash FROM part_counts c SEMI JOIN frequent f"
+                " ON c.line_hash = f.line_hash ORDER BY c.part").to_arrow_reader(1 << 16)
             pending: list[pa.RecordBatch] = []
             for batch in reader:
                 for part in pc.unique(batch["part"]).to_pylist():
@@ -151,19 +171,19 @@ class CountBucket:
 
     def _write(self, bucket: int, batches: list[pa.RecordBatch]) -> dict[int, str]:
         part = batches[0]["part"][0].as_py()
-        key = f"{self.prefix}/removed/b{bucket:05d}-p{part:05d}.parquet"
-        table = pa.Table.from_batches(batches).drop_columns(["part"]).cast(REMOVED_SCHEMA)
+        key = f"{self.prefix}/frequent/b{bucket:05d}-p{part:05d}.parquet"
+        table = pa.Table.from_batches(batches).drop_columns(["part"]).cast(FREQUENT_SCHEMA)
         self.store.write_bytes(key, scratch_bytes(table))
         return {part: key}
 
 
 @dataclass(frozen=True)
 class EditPart:
-    """An edit task: one documents part's edits, edited documents and drops, from its removed
-    occurrences (every bucket's) and its per-document line counts."""
+    """An edit task: one documents part's edits, edited documents and drops, from its counted
+    lines and the frequent lines it holds (every bucket's)."""
 
     store: Store
-    removed: tuple[tuple[str, ...], ...]
+    frequent: tuple[tuple[str, ...], ...]
     hashed: tuple[HashedPart, ...]
     frequent_lines: int
     buckets: int
@@ -172,13 +192,17 @@ class EditPart:
     def __call__(self, index: int) -> TaskOutput:
         hashed = self.hashed[index]
         with duckdb_session(task_settings(self.workers)) as con, ResultFiles() as local:
-            register_parts(con, "removed", self.store, list(self.removed[index]),
-                           schema=REMOVED_SCHEMA)
-            register_parts(con, "counted", self.store, [hashed.document_lines])
+            register_parts(con, "frequent", self.store, list(self.frequent[index]),
+                           schema=FREQUENT_SCHEMA)
+            register_parts(con, "counted", self.store, [hashed.lines_key], schema=LINES_SCHEMA)
+            con.execute("CREATE TABLE removed AS SELECT doc_id, line FROM counted"
+                        " SEMI JOIN frequent USING (line_hash)")
             con.execute(
-                "CREATE TABLE line_documents AS SELECT r.doc_id, count(*) AS lines_removed,"
-                " count(*) = any_value(c.counted_lines) AS empty_after_edits"
-                " FROM removed r JOIN counted c ON r.doc_id = c.doc_id GROUP BY r.doc_id")
+                "CREATE TABLE line_documents AS SELECT r.doc_id, r.lines_removed,"
+                " r.lines_removed = c.counted_lines AS empty_after_edits FROM"
+                " (SELECT doc_id, count(*) AS lines_removed FROM removed GROUP BY doc_id) r"
+                " JOIN (SELECT doc_id, count(*) AS counted_lines FROM counted"
+                " GROUP BY doc_id) c USING (doc_id)")
             part = local.write(con, "SELECT * FROM line_documents ORDER BY doc_id")
             edits = local.write(
                 con, f"SELECT doc_id, {literal(LINE_DEDUP)} AS stage, 'boilerplate_line' AS kind,"
@@ -210,21 +234,22 @@ def plan_line_edits(source: LineSource, parts: int, rows: int, prefix: str, stor
     """Rounds 1 and 2 (hash, count) over `parts` parts of `source` (`rows` documents in all,
     for sizing the exchange; `buckets` overrides it), writing under `prefix`; returns the edit
     tasks, which read what they wrote."""
+    sent = exchange_rows(source, rows, settings.line_min_chars) if parts else 0
     exchange = Exchange(store, f"{prefix}/exchange", buckets or bucket_count(
-        rows * LINES_PER_DOCUMENT, EXCHANGE_ROW_BYTES, workers=workers))
-    hash_task = _HashTask(source, exchange, settings.line_min_chars, f"{prefix}/counts")
+        sent, EXCHANGE_ROW_BYTES, workers=workers))
+    hash_task = _HashTask(source, exchange, settings.line_min_chars, f"{prefix}/lines")
     hashed = map_tasks(hash_task, range(parts), workers)
     filled = [(bucket, keys) for bucket, keys in enumerate(
         exchange.gather(part.exchanged for part in hashed)) if keys]
     counted = map_tasks(CountBucket(store, prefix, settings.line_max_documents, workers),
                         filled, workers)
     store.delete_prefix(exchange.prefix)  # read: its disk is free for the edit round
-    removed: list[list[str]] = [[] for _ in range(parts)]
+    frequent: list[list[str]] = [[] for _ in range(parts)]
     for _, written in counted:
         for part, key in written.items():
-            removed[part].append(key)
-    return EditPart(store, tuple(tuple(keys) for keys in removed), tuple(hashed),
-                    sum(frequent for frequent, _ in counted), exchange.buckets, workers)
+            frequent[part].append(key)
+    return EditPart(store, tuple(tuple(keys) for keys in frequent), tuple(hashed),
+                    sum(count for count, _ in counted), exchange.buckets, workers)
 
 
 @dataclass(frozen=True)
