@@ -31,6 +31,7 @@ FRACTIONS = (
     *(f"top_{n}_gram_char_frac" for n in (2, 3, 4)),
     *(f"dup_{n}_gram_char_frac" for n in range(5, 11)),
     "gopher_bullet_lines_frac", "gopher_ellipsis_lines_frac", "gopher_alpha_words_frac",
+    "gopher_alpha_words_frac_whitespace",
     "fineweb_line_punct_ratio", "fineweb_short_line_ratio", "fineweb_char_dup_ratio",
     "fineweb_list_ratio",
 )

@@ -80,7 +80,8 @@ def _shares_table(shares: list[dict]) -> MetadataValue:
     group_name="dataset",
     code_version=MIX_CODE_VERSION,
     description="The recipe's selection over the annotated documents (language, heuristics, "
-    "decontamination, edits, quality cutoff, one member per duplicate group; a curated source "
+    "decontamination, edits, one member per duplicate group, then the quality cutoff over "
+    "those; a curated source "
     "by its own filter policy), then per-source token shares per phase with capped "
     "upsampling, planned on exact token counts from the recipe's tokenizer, then the "
     "takedown list (the taken-down "
@@ -91,7 +92,8 @@ def mix(context: AssetExecutionContext, pipeline: PipelineResource,
         storage: StorageResource) -> MaterializeResult:
     name = context.partition_key
     store = storage.store
-    build = build_and_store_mix(store, name, pipeline.recipe(name),
+    recipe = pipeline.recipe(name)
+    build = build_and_store_mix(store, name, recipe,
                                 load_stored_tokenizer(store, name), pipeline.load(),
                                 context.run.run_id)
     extra = build.manifest.extra
@@ -114,6 +116,8 @@ def mix(context: AssetExecutionContext, pipeline: PipelineResource,
         "taken_down_occurrences": MetadataValue.int(extra["taken_down_occurrences"]),
         "rebuilt": MetadataValue.bool(build.result is not None),
     }
+    if recipe.rehydration:  # per phase and group-size bucket: weights and achieved shares
+        metadata["rehydration"] = MetadataValue.json(extra["rehydration"])
     for rule, count in extra["funnel"].items():
         metadata[f"funnel.{rule}"] = MetadataValue.int(count)
     return MaterializeResult(metadata=metadata,

@@ -18,13 +18,16 @@ from curation.report import (
     EDITS,
     REPORT_VERSION,
     build_report,
+    duplicates_markdown,
     funnel_markdown,
     markdown_image,
     mixture_markdown,
     removals_markdown,
     render_plots,
+    served_phases_markdown,
     write_report,
 )
+from curation.stages.dataset import curated_sources
 from curation.storage import LocalStore
 from partitions import every_partition, recipe_partitions
 from resources import PipelineResource, StorageResource
@@ -40,7 +43,8 @@ METADATA_PLOT_DPI = 60  # a smaller copy of the plots for the event log
     code_version=REPORT_VERSION,
     description="The recipe's funnel report: documents and estimated tokens through every stage "
     "per partition, removals per reason, language mix, quality scores with the recipe's "
-    "cutoff, duplicate cluster sizes, the achieved mixture and sampled kept and removed "
+    "cutoff, duplicate cluster sizes and the duplicate rule's removals per cluster size, the "
+    "achieved mixture, the phase order as the loader serves it, and sampled kept and removed "
     "documents, as one self-contained HTML page under reports/{recipe}/.",
 )
 def report(context: AssetExecutionContext, pipeline: PipelineResource,
@@ -48,7 +52,9 @@ def report(context: AssetExecutionContext, pipeline: PipelineResource,
     name = context.partition_key
     store = storage.store
     with storage.locked(context.run.run_id, REPORT, name):
-        built = build_report(store, pipeline.recipe(name))
+        recipe = pipeline.recipe(name)
+        built = build_report(store, recipe,
+                             curated_sources=curated_sources(pipeline.load(), recipe))
         keys = write_report(store, built)
     data, summary = built.data, built.data["summary"]
     location = store.uri(keys["html"])
@@ -67,9 +73,12 @@ def report(context: AssetExecutionContext, pipeline: PipelineResource,
         "occurrences": MetadataValue.int(summary["occurrences"]),
         "mix_tokens_est": MetadataValue.int(summary["mix_tokens"] or 0),
         "shard_tokens": MetadataValue.int(summary["shard_tokens"] or 0),
+        "shards": MetadataValue.int(summary["shards"]),
         "funnel": MetadataValue.md(funnel_markdown(data)),
         "removals_by_reason": MetadataValue.md(removals_markdown(data)),
         "mixture": MetadataValue.md(mixture_markdown(data)),
+        "duplicates_by_cluster_size": MetadataValue.md(duplicates_markdown(data)),
+        "served_phases": MetadataValue.md(served_phases_markdown(data)),
         "funnel_plot": MetadataValue.md(markdown_image(small["funnel"], "funnel")),
         "mixture_plot": MetadataValue.md(markdown_image(small["mixture"], "mixture")),
     }

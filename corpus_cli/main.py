@@ -415,6 +415,7 @@ def report(
 ) -> None:
     """Write a recipe's funnel report (one self-contained HTML page) and print where."""
     from curation.report import ReportError, build_report, write_report
+    from curation.stages.dataset import curated_sources
     from curation.storage import open_store
     from resources import S3ClientFactory
 
@@ -427,7 +428,7 @@ def report(
         raise typer.Exit(2) from None
     store = open_store(root, S3ClientFactory(()) if root.startswith("s3://") else None)
     try:
-        built = build_report(store, loaded)
+        built = build_report(store, loaded, curated_sources=curated_sources(config, loaded))
     except (ReportError, FileNotFoundError) as error:
         typer.secho(f"report[{recipe}]: {error}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from None
@@ -441,7 +442,7 @@ def report(
     typer.echo(f"report[{recipe}]: {summary['documents']:,} documents -> "
                f"{summary['documents_selected']:,} selected, about "
                f"{summary['selected_tokens']:,} tokens; {summary['shard_tokens'] or 0:,} tokens "
-               f"in the shards")
+               f"in {summary['shards']:,} shards")
     typer.echo(f"written: {where}")
 
 
@@ -461,7 +462,7 @@ def ablation_command(
 
 # Benchmark scripts a user runs (the others are helpers they call, or datatrove's side).
 BENCHMARKS = ("extraction", "filters", "minhash", "clustering", "decontamination", "pii",
-              "tokenization", "catalog", "corpus", "proxy", "mix_fidelity")
+              "tokenization", "catalog", "corpus", "proxy", "mix_fidelity", "gopher_alpha")
 
 
 @app.command("benchmark", context_settings={"allow_extra_args": True,

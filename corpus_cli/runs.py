@@ -182,12 +182,15 @@ def note(meta: dict) -> str:
     """The stage-specific figure of the summary line, from the materialization's metadata."""
     if "roc_auc" in meta:
         return f"held-out ROC AUC {meta['roc_auc']:.3f}"
-    if "report_path" in meta:  # the report has a dataset version too, but no shards count
-        return (f"{meta.get('shard_tokens', 0):,} tokens in the shards, version "
-                f"{meta['dataset_version']}: {meta['report_path']}")
-    if "dataset_version" in meta:
-        return (f"{meta.get('tokens', 0):,} tokens in {meta.get('shards', 0)} shards, "
-                f"version {meta['dataset_version']}")
+    if "mean_accuracy" in meta:  # proxy_eval names a dataset version but holds no shards
+        return (f"mean accuracy {meta['mean_accuracy']:.3f} after {meta['tokens_trained']:,} "
+                f"tokens, version {meta['dataset_version']}")
+    shards = meta.get("shards")  # a count of files, in the shards' and the report's metadata
+    if "dataset_version" in meta and shards is not None:
+        # The report has other token figures, so it calls the shards' total `shard_tokens`.
+        tokens = meta["shard_tokens"] if "report_path" in meta else meta["tokens"]
+        line = f"{tokens:,} tokens in {shards:,} shards, version {meta['dataset_version']}"
+        return f"{line}: {meta['report_path']}" if "report_path" in meta else line
     if "vocab_size" in meta:
         return f"{meta['how']} tokenizer, {meta['vocab_size']:,} ids"
     if "occurrences" in meta and "tokens" in meta:

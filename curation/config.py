@@ -23,8 +23,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from curation.decontamination import DecontaminationSettings
+from curation.dedup import Verification
 from curation.graph import CORRECTNESS_CHECKS, TUNABLE_CHECKS
-from curation.heuristics import HeuristicsSettings
+from curation.heuristics import SUITES, Annotator, HeuristicsSettings
 from curation.minhash import MinHashSettings
 from curation.pii import PiiSettings
 from curation.quality import QualityClassifierSettings
@@ -254,6 +255,30 @@ class DedupSettings(_Strict):
     line_min_chars: Annotated[int, Field(ge=1)] = 5
     # Near-duplicate links across partitions in cross_dedup (URL and exact links always).
     cross_near_duplicates: bool = False
+    # `signature`: the stored compact signature re-banded into near_dup_bands x near_dup_rows,
+    # each candidate pair kept only when its signatures agree on near_dup_threshold of their
+    # rows (curation.dedup.Verification; benchmarks/results/near_dup_recall.md). `none`:
+    # FineWeb's minhash.bands x minhash.rows band hashes, every candidate an edge (parity).
+    near_dup_verification: Literal["signature", "none"] = "signature"
+    near_dup_threshold: Annotated[float, Field(gt=0.0, le=1.0)] = 0.6
+    near_dup_bands: Annotated[int, Field(ge=1)] = 28
+    near_dup_rows: Annotated[int, Field(ge=1)] = 4
+
+    @model_validator(mode="after")
+    def _verification_fits(self) -> DedupSettings:
+        if self.near_dup_bands * self.near_dup_rows > self.minhash.permutations:
+            raise ValueError(
+                f"near_dup_bands * near_dup_rows = {self.near_dup_bands} * "
+                f"{self.near_dup_rows} needs more signature rows than minhash stores "
+                f"({self.minhash.bands} * {self.minhash.rows} = {self.minhash.permutations})")
+        return self
+
+    def verification(self) -> Verification | None:
+        """The near-duplicate verification these settings ask for (None: FineWeb parity)."""
+        if self.near_dup_verification == "none":
+            return None
+        return Verification(bands=self.near_dup_bands, rows=self.near_dup_rows,
+                            threshold=self.near_dup_threshold, seed=self.minhash.seed)
 
 
 class Gates(_Strict):
@@ -400,12 +425,70 @@ class TokenizerSpec(_Strict):
         return self
 
 
+class SignalBound(_Strict):
+    """Bounds on one stored heuristics signal: a document passes when `min <= value <= max`. A
+    null signal (a ratio over nothing) passes, as it does in the heuristics' own rules."""
+
+    min: float | None = None
+    max: float | None = None
+
+    @model_validator(mode="after")
+    def _a_bound(self) -> SignalBound:
+        if self.min is None and self.max is None:
+            raise ValueError("give 'min', 'max' or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min:g} is above max {self.max:g}")
+        return self
+
+
+class HeuristicsSelection(_Strict):
+    """A recipe's heuristic filter, re-thresholded from the signals `heuristics` stored (no
+    per-snapshot asset runs again). `suites`: the suites whose stored verdict (`keep_<suite>`,
+    under pipeline.yaml's thresholds) still applies; None: the overall verdict, every enabled
+    suite. `signals`: bounds on signal columns (`gopher_alpha_words_frac`,
+    `fineweb_line_punct_ratio`, ...), applied on top. A suite left out of `suites` and restated
+    in `signals` takes the recipe's thresholds instead of the pipeline's, looser or stricter."""
+
+    suites: list[Literal[SUITES]] | None = None  # type: ignore[valid-type]
+    signals: dict[str, SignalBound] = {}
+
+
 class Selection(_Strict):
     """What the mix keeps of the annotated documents (applied by `mix`, never upstream)."""
 
     languages: list[str] | None = None
     drop_contaminated: bool = True
     quality_top_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
+    heuristics: HeuristicsSelection = HeuristicsSelection()
+
+
+class RehydrationBucket(_Strict):
+    """Duplicate groups of `min_size` to `max_size` documents (None: no upper end): their kept
+    member's occurrences are multiplied by `weight`."""
+
+    min_size: Annotated[int, Field(ge=1)]
+    max_size: Annotated[int, Field(ge=1)] | None = None
+    weight: Annotated[float, Field(ge=0)]
+
+    @property
+    def label(self) -> str:
+        if self.max_size is None:
+            return f"{self.min_size}+"
+        return str(self.min_size) if self.max_size == self.min_size else \
+            f"{self.min_size}-{self.max_size}"
+
+
+_SIZES = re.compile(r"^\s*(\d+)\s*(?:(-)\s*(\d+)|(\+))?\s*$")
+
+
+def _bucket(key: Any, weight: Any) -> dict[str, Any]:
+    """A rehydration table's entry (`3-4: 3`, `101+: 8`, `1: 1`) as a `RehydrationBucket`."""
+    match = _SIZES.match(str(key))
+    if match is None:
+        raise ValueError(f"bucket {key!r}: write a size (2), a range (3-4) or an open end (101+)")
+    low = int(match.group(1))
+    high = None if match.group(4) else int(match.group(3) or low)
+    return {"min_size": low, "max_size": high, "weight": weight}
 
 
 class RecipeConfig(_Strict):
@@ -423,8 +506,44 @@ class RecipeConfig(_Strict):
     # concat: the token stream cut every seq_len; best_fit: documents kept whole where they
     # fit, the padding counted in the manifest.
     packing: Literal["concat", "best_fit"] = "concat"
+    # How the loader serves the sequences: within_phase keeps the curriculum (each phase
+    # shuffled on its own, phases in this order, every epoch); global shuffles them together.
+    shuffle: Literal["within_phase", "global"] = "within_phase"
     tokens_per_shard: Annotated[int, Field(ge=1024)] = 1 << 26
     seed: int = 0
+    # FineWeb-2's rehydration: a kept member's occurrences times its duplicate group's weight,
+    # by group size (`{1: 1, 2: 2, "3-4": 3, "5-100": 5, "101+": 8}` or a list of buckets).
+    rehydration: list[RehydrationBucket] | None = None
+
+    @field_validator("rehydration", mode="before")
+    @classmethod
+    def _bucket_table(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return [_bucket(key, weight) for key, weight in value.items()]
+        return value
+
+    @field_validator("rehydration")
+    @classmethod
+    def _buckets_cover_sizes(cls, value: list[RehydrationBucket] | None
+                             ) -> list[RehydrationBucket] | None:
+        if value is None:
+            return None
+        buckets = sorted(value, key=lambda bucket: bucket.min_size)
+        expected = 1
+        for bucket in buckets:
+            if bucket.max_size is not None and bucket.max_size < bucket.min_size:
+                raise ValueError(f"bucket {bucket.label}: max_size is below min_size")
+            if bucket.min_size != expected:
+                raise ValueError(f"bucket {bucket.label}: " + (
+                    f"sizes {expected}-{bucket.min_size - 1} are in no bucket"
+                    if bucket.min_size > expected else f"overlaps sizes below {expected}"))
+            if bucket.max_size is None:
+                if bucket is not buckets[-1]:
+                    raise ValueError(f"bucket {bucket.label}: only the last bucket is open-ended")
+                return buckets
+            expected = bucket.max_size + 1
+        raise ValueError(f"sizes from {expected} up are in no bucket: end with an open bucket "
+                         f"(\"{expected}+\")")
 
     @model_validator(mode="after")
     def _phases_sum_to_one(self) -> RecipeConfig:
@@ -460,6 +579,17 @@ class RecipeConfig(_Strict):
                         f"recipe {self.name}: phases.{phase.name}.weights.{name}: not 'web' or "
                         "one of the recipe's sources"
                     )
+        chosen = self.selection.heuristics
+        annotator = Annotator(pipeline.heuristics)
+        for suite in chosen.suites or []:
+            if suite not in annotator.suites:
+                raise ConfigError(f"recipe {self.name}: selection.heuristics.suites: {suite!r} "
+                                  "is disabled in pipeline.yaml, so heuristics stores no verdict")
+        for name in chosen.signals:
+            if name not in annotator.signal_names:
+                raise ConfigError(f"recipe {self.name}: selection.heuristics.signals.{name}: not "
+                                  "a signal heuristics stores; one of "
+                                  + ", ".join(annotator.signal_names))
 
 
 # --- loading and hashing ---------------------------------------------------------------------

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import tempfile
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,16 +32,32 @@ from typing import Literal
 from urllib.parse import quote
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import regex
 
 from curation.components import connected_components_sql
-from curation.duck import DuckDBSettings, TableSource, copy_to_parquet, duckdb_session
+from curation.duck import (
+    DuckDBSettings,
+    TableSource,
+    copy_to_parquet,
+    current_budget,
+    duckdb_session,
+)
 from curation.duck import ident as _ident
 from curation.duck import literal as _literal
 from curation.duck import register as _register
 from curation.duck import scalar as _scalar
+from curation.minhash import (
+    ROW_BITS,
+    SIGNATURE_COLUMN,
+    MinHashSettings,
+    band_column,
+    band_hashes,
+    row_agreement,
+    signature_rows,
+)
 from curation.schema import WEB_SOURCE
 from curation.urls import canonical_url
 
@@ -214,7 +231,8 @@ class ClusterStats:
     those over the cap; `capped_members`: memberships the cap dropped; `edges`: star edges
     (before de-duplication: a pair sharing several bands counts once per band); `documents` and
     `clusters`: in clusters of size >= 2; `rounds`: rounds of the connected components (0: they
-    fitted in memory, see `curation.components`)."""
+    fitted in memory, see `curation.components`); `candidates`: candidate pairs a
+    `Verification` compared, counted once per band bucket that holds them (0 without one)."""
 
     buckets: int = 0
     hot_buckets: int = 0
@@ -223,6 +241,7 @@ class ClusterStats:
     documents: int = 0
     clusters: int = 0
     rounds: int = 0
+    candidates: int = 0
 
 
 CLUSTER_SCHEMA = pa.schema(
@@ -374,6 +393,155 @@ def band_rows_edges_sql(con: duckdb.DuckDBPyConnection, source: str,
     return _edge_stats(con, [(int(counts[0]), int(counts[1]), int(counts[2]))])
 
 
+@dataclass(frozen=True)
+class Verification:
+    """Candidate verification before connected components: the stored compact signature
+    (`curation.minhash.SIGNATURE_COLUMN`) is re-banded into `bands` bands of `rows` rows (its
+    first `bands * rows` rows; more bands of fewer rows than FineWeb's 14 x 8 make a pair at
+    Jaccard 0.7 a candidate with probability 0.9999 instead of 0.5), every candidate pair's
+    signatures are compared, and only pairs whose share of agreeing rows (the MinHash Jaccard
+    estimate) is at least `threshold` become edges. Without it, the looser banding would chain
+    unrelated documents through connected components. A band bucket pairs each member with
+    its `window` smallest doc_ids (all pairs in a bucket of up to `window + 1`), so a bucket's
+    work is at most `window` pairs a member."""
+
+    bands: int = 28
+    rows: int = 4
+    threshold: float = 0.6
+    seed: int = 1
+    window: int = 32
+
+
+SIGNATURE_ROWS_SCHEMA = pa.schema([("doc_id", pa.string()), ("signature", pa.binary())])
+"""One document's compact signature (what verification joins to a candidate pair)."""
+PAIR_SCHEMA = pa.schema([("doc_id", pa.string()), ("other_doc_id", pa.string())])
+SIGNED_PAIR_SCHEMA = pa.schema([*PAIR_SCHEMA, pa.field("signature", pa.binary())])
+"""A candidate pair with the signature of its `doc_id` (verification's second half)."""
+
+
+def signature_table(signatures: pa.Table) -> pa.Table:
+    """`doc_id` and the compact `signature` of a `minhash_signatures` table
+    (`SIGNATURE_ROWS_SCHEMA`)."""
+    return pa.table({"doc_id": signatures["doc_id"],
+                     "signature": signatures[SIGNATURE_COLUMN].cast(pa.binary())},
+                    schema=SIGNATURE_ROWS_SCHEMA)
+
+
+def rebanded_rows(signatures: pa.Table, verification: Verification) -> pa.Table:
+    """The band hashes of `signatures`' compact signatures (`doc_id`, `signature`) in the
+    verification's shape, as long band rows (`BAND_ROWS_SCHEMA`)."""
+    column = signatures[SIGNATURE_COLUMN].combine_chunks()
+    shape = MinHashSettings(bands=verification.bands, rows=verification.rows,
+                            seed=verification.seed)
+    matrix = _signature_matrix(column) if len(column) else \
+        np.empty((0, shape.permutations), "<u2")  # a part with no documents
+    if len(column) and shape.permutations > matrix.shape[1]:
+        raise ValueError(f"{verification.bands} bands x {verification.rows} rows need "
+                         f"{shape.permutations} signature rows; the signatures have "
+                         f"{matrix.shape[1]}")
+    hashes = band_hashes(matrix[:, :shape.permutations].astype(np.uint64), shape)
+    doc_ids = signatures["doc_id"].combine_chunks()
+    names = [band_column(b) for b in range(verification.bands)]
+    band = pa.array(names, pa.string()).take(
+        pa.array(np.repeat(np.arange(verification.bands), len(doc_ids))))
+    return pa.table({
+        "band": band,
+        "value": pa.array(hashes.T.reshape(-1), pa.uint64()),
+        "doc_id": pa.concat_arrays([doc_ids] * verification.bands),
+    }, schema=BAND_ROWS_SCHEMA)
+
+
+def candidate_pairs_sql(con: duckdb.DuckDBPyConnection, source: str, max_bucket_size: int,
+                        window: int) -> tuple[int, int, int, int]:
+    """Table `pairs` (`doc_id` < `other_doc_id`, distinct) of the band buckets of `source`
+    (`BAND_ROWS_SCHEMA`; a (band, value)'s whole bucket must be in it): a hot bucket is first
+    capped to its `md5` sample as in `_bucket_edges`, then each member is paired with the
+    bucket's `window` smallest doc_ids before it. Returns (buckets, hot buckets, memberships
+    dropped, pairs counted once per band bucket: what does not depend on how band buckets are
+    spread over exchange buckets)."""
+    cap = int(max_bucket_size)
+    con.execute(f"CREATE OR REPLACE TABLE band_buckets AS SELECT band, value, count(*) AS n"
+                f" FROM {source} WHERE value IS NOT NULL GROUP BY band, value"
+                " HAVING count(*) > 1")
+    # The md5 sample is drawn in hot buckets only: a window over every member would sort
+    # them all.
+    con.execute(
+        "CREATE OR REPLACE TABLE ranked AS SELECT band, value, doc_id, row_number() OVER"
+        " (PARTITION BY band, value ORDER BY doc_id) AS rn FROM (SELECT s.band, s.value,"
+        f" s.doc_id FROM {source} s JOIN band_buckets b ON s.band = b.band"
+        " AND s.value = b.value WHERE b.n <= ? UNION ALL SELECT s.band, s.value, s.doc_id"
+        f" FROM {source} s JOIN band_buckets b ON s.band = b.band AND s.value = b.value"
+        " WHERE b.n > ? QUALIFY row_number() OVER (PARTITION BY s.band, s.value"
+        " ORDER BY md5(concat(s.band, s.doc_id)), s.doc_id) <= ?)", [cap, cap, cap])
+    # The `window` heads as the build side: a bucket of n members costs n * window matches,
+    # not n squared.
+    con.execute(
+        "CREATE OR REPLACE TABLE band_pairs AS SELECT h.doc_id, m.doc_id AS other_doc_id"
+        " FROM (SELECT * FROM ranked WHERE rn <= ?) h JOIN ranked m ON h.band = m.band"
+        " AND h.value = m.value AND h.rn < m.rn", [int(window)])
+    con.execute("CREATE OR REPLACE TABLE pairs AS SELECT DISTINCT * FROM band_pairs")
+    counts = con.sql(
+        f"SELECT count(*), count(*) FILTER (WHERE n > {cap}),"
+        f" coalesce(sum(n - {cap}) FILTER (WHERE n > {cap}), 0),"
+        " (SELECT count(*) FROM band_pairs) FROM band_buckets"
+    ).fetchall()[0]
+    for table in ("band_buckets", "ranked", "band_pairs"):
+        con.execute(f"DROP TABLE {table}")
+    return int(counts[0]), int(counts[1]), int(counts[2]), int(counts[3])
+
+
+_VERIFY_BATCH = 65_536
+
+
+def verify_pairs_sql(con: duckdb.DuckDBPyConnection, query: str, threshold: float) -> None:
+    """Table `edges` (`doc_id`, `other_doc_id`): the rows of `query` (`doc_id`,
+    `other_doc_id`, and their signatures `a` and `b`) whose signatures agree on at least
+    `threshold` of their rows. Rows are read in batches and compared in numpy; the passing
+    ones are staged in a Parquet file in the spill folder, so memory is one batch."""
+    reader = con.sql(query).to_arrow_reader(_VERIFY_BATCH)
+    with tempfile.TemporaryDirectory(prefix="verified-",
+                                     dir=current_budget().spill_directory) as folder:
+        path = Path(folder) / "edges.parquet"
+        with pq.ParquetWriter(path, EDGE_SCHEMA) as writer:
+            for batch in reader:
+                a, b = (_signature_matrix(batch.column(name)) for name in ("a", "b"))
+                keep = row_agreement(a, b) >= threshold if len(a) else np.zeros(0, bool)
+                writer.write_table(pa.table({"doc_id": batch.column("doc_id"),
+                                             "other_doc_id": batch.column("other_doc_id")},
+                                            schema=EDGE_SCHEMA).filter(pa.array(keep)))
+        con.execute(f"CREATE OR REPLACE TABLE edges AS SELECT * FROM"
+                    f" read_parquet({_literal(str(path))})")
+
+
+def _signature_matrix(column: pa.Array) -> np.ndarray:
+    """A compact signature column (fixed-size, or variable-size as DuckDB returns BLOBs) as
+    (n, permutations) uint16."""
+    if not len(column):
+        return np.empty((0, 0), dtype="<u2")
+    width = len(column[0].as_py())
+    return signature_rows(column.cast(pa.binary(width)), width * 8 // ROW_BITS)
+
+
+def verified_band_rows_edges_sql(con: duckdb.DuckDBPyConnection, band_rows: str,
+                                 signatures: str, verification: Verification,
+                                 max_bucket_size: int = 10_000) -> ClusterStats:
+    """Table `edges` (`doc_id`, `other_doc_id`): the candidate pairs of the band buckets of
+    `band_rows` (`candidate_pairs_sql`) that pass verification against the relation
+    `signatures` (`SIGNATURE_ROWS_SCHEMA`), all in one session. Returns the counts:
+    `candidates`, the candidate pairs counted once per band bucket that holds them, and
+    `edges`, the verified pairs. The stage runs the same steps over exchanges."""
+    *counts, candidates = candidate_pairs_sql(con, band_rows, max_bucket_size,
+                                              verification.window)
+    verify_pairs_sql(con, f"SELECT p.doc_id, p.other_doc_id, a.signature AS a, b.signature"
+                     f" AS b FROM pairs p JOIN {signatures} a ON p.doc_id = a.doc_id"
+                     f" JOIN {signatures} b ON p.other_doc_id = b.doc_id",
+                     verification.threshold)
+    con.execute("DROP TABLE pairs")
+    stats = _edge_stats(con, [(counts[0], counts[1], counts[2])])
+    return ClusterStats(stats.buckets, stats.hot_buckets, stats.capped_members, stats.edges,
+                        candidates=candidates)
+
+
 def edge_clusters_sql(con: duckdb.DuckDBPyConnection, edges: str, result: str,
                       stats: ClusterStats) -> ClusterStats:
     """Table `result` (`doc_id`, `cluster_id`, `cluster_size`, unordered): the connected
@@ -381,7 +549,8 @@ def edge_clusters_sql(con: duckdb.DuckDBPyConnection, edges: str, result: str,
     counts) with the clusters' and the components' rounds."""
     rounds = _components(con, edges, result)
     return _stats(con, result, buckets=stats.buckets, hot_buckets=stats.hot_buckets,
-                  capped_members=stats.capped_members, edges=stats.edges, rounds=rounds)
+                  capped_members=stats.capped_members, edges=stats.edges, rounds=rounds,
+                  candidates=stats.candidates)
 
 
 def near_duplicate_clusters_sql(
@@ -391,10 +560,17 @@ def near_duplicate_clusters_sql(
     *,
     band_columns: Sequence[str] | None = None,
     max_bucket_size: int = 10_000,
+    verification: Verification | None = None,
 ) -> ClusterStats:
     """Table `result` (`doc_id`, `cluster_id`, `cluster_size`, unordered): near-duplicate
-    clusters from MinHash LSH bands. The relation `source` holds `doc_id` and the band hashes
-    (`band_00`... uint64, or `band_columns`). Two documents are linked when they agree on any
+    clusters from MinHash LSH bands.
+
+    With `verification`, `source` needs `doc_id` and the compact `signature`: it is re-banded
+    (`rebanded_rows`, in Python over the whole relation: this one-session form is for tests and
+    small inputs, the stage runs it per exchange bucket), and only verified candidate pairs
+    link documents (`verified_band_rows_edges_sql`). Without it, FineWeb's behaviour: the
+    relation `source` holds `doc_id` and the band hashes (`band_00`... uint64, or
+    `band_columns`). Two documents are linked when they agree on any
     whole band; clusters are the connected components (`curation.components`). Bands are
     grouped one at a time, so DuckDB holds one band's buckets at once.
 
@@ -404,6 +580,15 @@ def near_duplicate_clusters_sql(
     in exchange one degenerate band value cannot chain unrelated documents into one giant
     cluster nor make the bucket's work unbounded. `stats` counts hot buckets and dropped
     memberships so a check can watch them."""
+    if verification is not None:
+        signatures = con.sql(f"SELECT doc_id, {SIGNATURE_COLUMN} FROM {source}").to_arrow_table()
+        con.register("_band_rows", rebanded_rows(signatures, verification))
+        con.register("_signatures", signature_table(signatures))
+        stats = verified_band_rows_edges_sql(con, "_band_rows", "_signatures", verification,
+                                             max_bucket_size)
+        con.unregister("_band_rows")
+        con.unregister("_signatures")
+        return edge_clusters_sql(con, "edges", result, stats)
     columns = con.sql(f"SELECT * FROM {source} LIMIT 0").columns
     bands = list(band_columns) if band_columns else bands_of(columns)
     _create_edges(con, source)
@@ -416,6 +601,7 @@ def cluster_near_duplicates(
     *,
     band_columns: Sequence[str] | None = None,
     max_bucket_size: int = 10_000,
+    verification: Verification | None = None,
     settings: DuckDBSettings | None = None,
 ) -> Clusters:
     """`near_duplicate_clusters_sql` over an Arrow table or Parquet files, sorted by
@@ -423,7 +609,8 @@ def cluster_near_duplicates(
     with duckdb_session(settings) as con:
         _register(con, "src", band_table)
         stats = near_duplicate_clusters_sql(con, "src", "clusters", band_columns=band_columns,
-                                            max_bucket_size=max_bucket_size)
+                                            max_bucket_size=max_bucket_size,
+                                            verification=verification)
         return _fetch(con, "clusters", stats)
 
 

@@ -13,6 +13,9 @@ C4's line removals are not applied: they are returned as edits (`Edit`) for the 
 rewrites text. English-specific rules (Gopher's stop words, C4's terminal-punctuation and
 sentence rules, the default bad-word list) apply to `english_only_languages`; elsewhere they are
 skipped and counted.
+
+One setting departs from datatrove on request: `GopherQualitySettings.alpha_words` can count the
+alpha-word rule's words as the Gopher paper does (whitespace-separated) instead of as spaCy tokens.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import accumulate
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -78,6 +81,13 @@ class GopherRepetitionSettings(_Strict):
     }
 
 
+# The alpha-word signal of each definition (`GopherQualitySettings.alpha_words`).
+ALPHA_SIGNALS = {
+    "datatrove": "gopher_alpha_words_frac",
+    "gopher_paper": "gopher_alpha_words_frac_whitespace",
+}
+
+
 class GopherQualitySettings(_Strict):
     """Gopher's quality filters (appendix A). A threshold of None turns its rule off."""
 
@@ -90,8 +100,19 @@ class GopherQualitySettings(_Strict):
     max_bullet_lines_ratio: Fraction | None = 0.9
     max_ellipsis_lines_ratio: Fraction | None = 0.3
     min_alpha_words_ratio: Fraction | None = 0.8
+    # What a "word" is for the alpha-word rule. `datatrove`: spaCy tokens, so every comma, full
+    # stop and quote mark is a word without a letter (FineWeb parity); it drops dialogue-heavy
+    # fiction and score tables. `gopher_paper`: whitespace-separated words, as the Gopher paper
+    # counts them (Rae et al. 2021, appendix A), where "said." is one word with a letter.
+    # Both ratios are stored either way, so a recipe can re-threshold on either.
+    alpha_words: Literal["datatrove", "gopher_paper"] = "datatrove"
     min_stop_words: Count | None = 2
     stop_words: list[str] = ["the", "be", "to", "of", "and", "that", "have", "with"]
+
+    @property
+    def alpha_signal(self) -> str:
+        """The signal column `min_alpha_words_ratio` is compared with under `alpha_words`."""
+        return ALPHA_SIGNALS[self.alpha_words]
 
 
 class C4Settings(_Strict):
@@ -342,12 +363,25 @@ def _line_fractions(lines: list[str]) -> tuple[float | None, float | None]:
     return _ratio(bullets, len(lines)), _ratio(ellipses, len(lines))
 
 
+def _whitespace_alpha_frac(split: SplitText, has_alpha: np.ndarray) -> float | None:
+    """The share of whitespace-separated words with a letter (the Gopher paper's words). The
+    spaCy tokens of a chunk spell the chunk, so a chunk has a letter iff one of its tokens
+    does."""
+    sizes = split.chunk_sizes
+    if not len(sizes):
+        return None
+    alpha_before = np.concatenate(([0], np.cumsum(has_alpha)))  # lettered tokens before i
+    ends = np.cumsum(sizes)
+    return int(np.count_nonzero(alpha_before[ends] - alpha_before[ends - sizes])) / len(sizes)
+
+
 def gopher_quality(
     split: SplitText, settings: GopherQualitySettings, stop_words: frozenset[str], english: bool
 ) -> SuiteResult:
     text, n_words, flags = split.text, len(split.words), split.word_flags
     words = (flags & np.uint64(NON_SYMBOL)) != 0  # Gopher counts words that are not only symbols
     n_real = int(words.sum())
+    has_alpha = (flags & np.uint64(HAS_ALPHA)) != 0
     bullets, end_ellipses = _line_fractions(split.lines)
     signals: dict[str, float | int | None] = {
         "gopher_words": n_real,
@@ -356,9 +390,8 @@ def gopher_quality(
         "gopher_ellipsis_ratio": _ratio(text.count("...") + text.count("…"), n_words),
         "gopher_bullet_lines_frac": bullets,
         "gopher_ellipsis_lines_frac": end_ellipses,
-        "gopher_alpha_words_frac": _ratio(
-            int(np.count_nonzero(flags & np.uint64(HAS_ALPHA))), n_words
-        ),
+        "gopher_alpha_words_frac": _ratio(int(np.count_nonzero(has_alpha)), n_words),
+        "gopher_alpha_words_frac_whitespace": _whitespace_alpha_frac(split, has_alpha),
         "gopher_stop_words": len(stop_words.intersection(split.words)),
     }
     s, g = settings, signals
@@ -403,8 +436,8 @@ def gopher_quality(
             ),
             (
                 "below_alpha_threshold",
-                "gopher_alpha_words_frac",
-                _below(g["gopher_alpha_words_frac"], s.min_alpha_words_ratio),
+                s.alpha_signal,
+                _below(g[s.alpha_signal], s.min_alpha_words_ratio),
             ),
             (
                 "few_stop_words",

@@ -15,6 +15,14 @@ Orders and the validation split come from a splitmix64 hash of the sequence inde
 seed, in numpy integer arithmetic, so they are the same on every machine and numpy version
 (numpy's random streams are not guaranteed across versions).
 
+**Curriculum.** The manifest's `curriculum` (`curation.shards`) maps sequences to phases. With
+`shuffle: within_phase` (the default) the sequences are grouped by the phases they hold, groups
+served in the recipe's phase order (a boundary sequence holding the end of one phase and the
+start of the next sits between the two), each group permuted on its own, every epoch; dealing
+round-robin keeps that order in every rank's stream. `served_phases` lists the groups as
+served, for the report. `shuffle: global`, and a manifest without a curriculum (an older
+build), serve one group.
+
 `torch_dataset` adapts a `ShardDataset` to `torch.utils.data.Dataset`; torch is imported only
 there.
 """
@@ -26,7 +34,7 @@ import json
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -35,6 +43,7 @@ from curation.hashing import mix64
 U64 = np.uint64
 GOLDEN = U64(0x9E3779B97F4A7C15)
 Split = Literal["train", "validation", "all"]
+SHUFFLES = ("within_phase", "global")
 
 
 def _salt(*parts: object) -> U64:
@@ -62,10 +71,84 @@ def split_indices(
     return indices[~held_out], indices[held_out]
 
 
-def epoch_order(indices: np.ndarray, seed: int, epoch: int) -> np.ndarray:
+def epoch_order(indices: np.ndarray, seed: int, epoch: int,
+                groups: np.ndarray | None = None) -> np.ndarray:
     """`indices` in the order of their hash keyed by (seed, epoch): a different permutation
-    each epoch, the same on every run."""
-    return indices[np.argsort(keyed_hash(indices, "epoch", seed, epoch), kind="stable")]
+    each epoch, the same on every run. With `groups` (per index, the served position of its
+    phase group) all of group 0 first, then group 1, ..., each permuted on its own."""
+    keys = keyed_hash(indices, "epoch", seed, epoch)
+    if groups is None:
+        return indices[np.argsort(keys, kind="stable")]
+    return indices[np.lexsort((keys, groups))]
+
+
+class ServedPhase(NamedTuple):
+    """Sequences [first, end) served as one phase group: `phase` is the phase's name, or the
+    names of the phases the sequences hold joined by "/" (a boundary between two phases, or
+    everything under a global shuffle); `tokens` without padding, EOS included."""
+
+    phase: str
+    first: int
+    end: int
+    tokens: int
+
+
+def curriculum(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The manifest's phase runs in sequence order; one run of everything for a manifest
+    written before the curriculum was recorded."""
+    if "curriculum" in manifest:
+        return list(manifest["curriculum"])
+    phases = list(manifest.get("phases") or ["all"])
+    return [{"phases": phases, "first_sequence": 0,
+             "end_sequence": manifest["totals"]["sequences"],
+             "tokens": {"/".join(phases): manifest["totals"]["tokens"]}}]
+
+
+def _shuffle(manifest: dict[str, Any], shuffle: str | None) -> str:
+    chosen = shuffle or manifest.get("shuffle", "within_phase")
+    if chosen not in SHUFFLES:
+        raise ValueError(f"shuffle {chosen!r}: use 'within_phase' or 'global'")
+    return chosen
+
+
+def _served_runs(manifest: dict[str, Any], shuffle: str | None) -> list[tuple[int, dict]]:
+    """(group, run) in served order: groups ordered by the first and last phase they hold."""
+    runs = curriculum(manifest)
+    if _shuffle(manifest, shuffle) == "global":
+        return [(0, run) for run in runs]
+    order = {name: i for i, name in enumerate(manifest.get("phases") or [])}
+
+    def key(run: dict[str, Any]) -> tuple[int, int]:
+        held = [order.get(name, len(order)) for name in run["phases"]]
+        return min(held), max(held)
+
+    keys = sorted({key(run) for run in runs})
+    return sorted(((keys.index(key(run)), run) for run in runs), key=lambda item: item[0])
+
+
+def served_phases(manifest: dict[str, Any], shuffle: str | None = None) -> list[ServedPhase]:
+    """The phase groups in the order the loader serves them each epoch (`shuffle` overrides
+    the manifest's): [(phase, first, end, tokens)], one row per run of sequences."""
+    served = _served_runs(manifest, shuffle)
+    if _shuffle(manifest, shuffle) == "global":
+        runs = [run for _, run in served]
+        names = list(dict.fromkeys(name for run in runs for name in run["phases"]))
+        return [ServedPhase("/".join(names), 0, runs[-1]["end_sequence"] if runs else 0,
+                            sum(sum(run["tokens"].values()) for run in runs))]
+    return [ServedPhase("/".join(run["phases"]), run["first_sequence"], run["end_sequence"],
+                        sum(run["tokens"].values())) for _, run in served]
+
+
+def phase_groups(manifest: dict[str, Any], shuffle: str | None = None) -> np.ndarray | None:
+    """Per sequence, the served position of its phase group (`epoch_order`'s `groups`); None
+    when everything is one group."""
+    served = _served_runs(manifest, shuffle)
+    if len({group for group, _ in served}) <= 1:
+        return None
+    groups = np.zeros(manifest["totals"]["sequences"], dtype=np.int64)
+    for group, run in served:
+        groups[run["first_sequence"] : run["end_sequence"]] = group
+    return groups
 
 
 class ShardDataset:
@@ -80,6 +163,7 @@ class ShardDataset:
         self.eos_id: int = self.manifest["eos_id"]
         self.pad_id: int = self.manifest["pad_id"]
         self.seed: int = self.manifest["seed"]
+        self.shuffle: str = _shuffle(self.manifest, None)
         shards = self.manifest["shards"]
         self._first = np.array([s["first_sequence"] for s in shards], dtype=np.int64)
         self._length = sum(s["sequences"] for s in shards)
@@ -119,6 +203,12 @@ class ShardDataset:
             padding = np.load(self.directory / name, allow_pickle=False)
             self._padding[shard] = padding
         return padding
+
+    def served_phases(self) -> list[ServedPhase]:
+        return served_phases(self.manifest)
+
+    def phase_groups(self) -> np.ndarray | None:
+        return phase_groups(self.manifest)
 
     def __getitem__(self, index: int) -> np.ndarray:
         """The `seq_len` token ids of sequence `index` (a read-only memory-mapped view)."""
@@ -160,9 +250,11 @@ class ShardDataset:
 class SequenceSampler:
     """One rank's sequence indices, epoch after epoch, with resumable state.
 
-    Each epoch is a keyed permutation of the split's indices, dealt round-robin to the ranks
-    (disjoint, and together covering the split; with `drop_last` every rank gets the same count
-    and the few left over are skipped). Iterating yields the rest of the current epoch and then
+    Each epoch is a keyed permutation of the split's indices, within each phase group when
+    `groups` gives one per sequence (`phase_groups`), dealt round-robin to the ranks (disjoint,
+    and together covering the split, each rank's share in the epoch's order; with `drop_last`
+    every rank gets the same count and the few left over, at the end of the last group, are
+    skipped). Iterating yields the rest of the current epoch and then
     moves to the next one. `state_dict()` counts what was yielded: with a DataLoader that
     prefetches, save the position of what was actually consumed.
     """
@@ -178,6 +270,7 @@ class SequenceSampler:
         validation_fraction: float = 0.0,
         shuffle: bool = True,
         drop_last: bool = False,
+        groups: np.ndarray | None = None,
     ) -> None:
         if world_size < 1 or not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is not in [0, world_size={world_size})")
@@ -190,15 +283,45 @@ class SequenceSampler:
         train, validation = split_indices(num_sequences, seed, validation_fraction)
         self.indices = {"train": train, "validation": validation,
                         "all": np.arange(num_sequences, dtype=np.int64)}[split]
+        if groups is not None and len(groups) != num_sequences:
+            raise ValueError(f"groups has {len(groups)} entries for {num_sequences} sequences")
+        self.sequence_groups = None if groups is None else np.asarray(groups, dtype=np.int64)
+        self.groups = None if groups is None else self.sequence_groups[self.indices]
+        self.curriculum = (None if groups is None else
+                           hashlib.blake2b(np.asarray(groups, dtype="<i8").tobytes(),
+                                           digest_size=8).hexdigest())
         self.epoch = 0
         self.position = 0
 
     def epoch_indices(self, epoch: int) -> np.ndarray:
         """This rank's indices for `epoch`, in order."""
-        order = epoch_order(self.indices, self.seed, epoch) if self.shuffle else self.indices
+        if self.shuffle:
+            order = epoch_order(self.indices, self.seed, epoch, self.groups)
+        elif self.groups is not None:
+            order = self.indices[np.argsort(self.groups, kind="stable")]
+        else:
+            order = self.indices
         if self.drop_last:
             order = order[: len(order) // self.world_size * self.world_size]
         return order[self.rank :: self.world_size]
+
+    def scaled_epoch(self, epoch: int, count: int) -> np.ndarray:
+        """`count` of this rank's indices for `epoch` with the curriculum scaled down to them:
+        each phase group keeps its share of `count` (largest remainders), taken from the start
+        of its permutation, groups still in order. A run whose budget ends inside an epoch
+        (a proxy at matched compute) still sees every phase, the last one last."""
+        order = self.epoch_indices(epoch)
+        if count >= len(order) or self.sequence_groups is None:
+            return order[:count]
+        group = self.sequence_groups[order]
+        labels, sizes = np.unique(group, return_counts=True)
+        exact = count * sizes / len(order)
+        quota = np.floor(exact).astype(np.int64)
+        extra = np.argsort(-(exact - quota), kind="stable")[: count - int(quota.sum())]
+        quota[extra] += 1
+        slot = np.searchsorted(labels, group)
+        rank = np.arange(len(order)) - (np.cumsum(sizes) - sizes)[slot]
+        return order[rank < quota[slot]]
 
     def __len__(self) -> int:
         return len(self.epoch_indices(self.epoch))
@@ -218,7 +341,7 @@ class SequenceSampler:
         return {"num_sequences": self.num_sequences, "seed": self.seed, "rank": self.rank,
                 "world_size": self.world_size, "split": self.split,
                 "validation_fraction": self.validation_fraction, "shuffle": self.shuffle,
-                "drop_last": self.drop_last}
+                "drop_last": self.drop_last, "curriculum": self.curriculum}
 
     def state_dict(self) -> dict[str, Any]:
         return {"epoch": self.epoch, "position": self.position, **self._identity()}
@@ -233,9 +356,12 @@ class SequenceSampler:
         self.epoch, self.position = int(state["epoch"]), int(state["position"])
 
 
-def sampler_for(dataset: ShardDataset, **options: Any) -> SequenceSampler:
-    """A sampler over `dataset` keyed by the build's own seed."""
-    return SequenceSampler(len(dataset), dataset.seed, **options)
+def sampler_for(dataset: ShardDataset, seed: int | None = None,
+                **options: Any) -> SequenceSampler:
+    """A sampler over `dataset` serving its curriculum (`phase_groups`), keyed by `seed`
+    (default: the build's own)."""
+    return SequenceSampler(len(dataset), dataset.seed if seed is None else seed,
+                           groups=dataset.phase_groups(), **options)
 
 
 @cache

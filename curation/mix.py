@@ -22,16 +22,19 @@ Every step runs in one DuckDB session (`curation.duck`), over tables it holds on
        empty_after_edits   nothing left after the scrubbing edits
        (added stages)      the `keep` verdict of each stage in `curation.graph.
                            SELECTION_VERDICTS`, under the stage's name (web filter)
-       quality             not in the top `selection.quality_top_fraction` of the web
-                           documents still in, per language (curated sources are exempt)
        duplicate           another member of its group ranks higher among those still in
+       quality             not in the top `selection.quality_top_fraction` of the web
+                           documents still in, per language (curated sources are exempt):
+                           the percentile is over distinct documents, one per duplicate
+                           group, as FineWeb and BEE deduplicate before the learned cut; a
+                           group whose representative falls below it keeps no member
 
    The web filters judge the crawl and every curated source declared `filters: web`; a curated
    source with `filters: curated` (the default) is judged only by what fits edited text:
    contamination, empty after edits and exact duplicates (see step 1).
 
    `not_in_recipe` is implicit: only the recipe's partitions are read. A duplicate group keeps
-   its best-ranked member among the documents that passed every rule above (docs/architecture.md,
+   its best-ranked member among the documents that passed the rules before it (docs/architecture.md,
    "Determinism"): curated sources first, then the earliest snapshot (ids sort
    chronologically), then `cluster_policy` (`earliest`: nothing more; `longest`: most text
    bytes; `quality`: highest score), then the smallest `doc_id`. A recipe that leaves out a
@@ -48,7 +51,11 @@ Every step runs in one DuckDB session (`curation.duck`), over tables it holds on
    brings the total closer). The cap bounds a source's epochs (tokens drawn over tokens in its
    pool): a single document may pass it by at most one occurrence per phase, since each phase
    draws its fractional occurrences in its own hash order. A selected document can also get no
-   occurrence at all (downsampling); its decision still says `selected`. Token counts are
+   occurrence at all (downsampling); its decision still says `selected`. Rehydration
+   (`recipe.rehydration`, FineWeb-2) gives each web document a weight by its duplicate group's
+   size: it is due `epochs x weight` occurrences, whole ones first, its fraction drawn in the
+   same hash order stretched by the fraction (`_repeat`); a pool's tokens, and so its epochs
+   and the cap, are then weighted. Token counts are
    exact: the selected documents' scrubbed text is tokenized with the recipe's tokenizer, EOS
    included, as the shards will (`curation.shards.occurrence_lengths`), so the shares planned
    here are the shares the shards deliver. Without a tokenizer (kernel tests) they are
@@ -83,8 +90,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.components import connected_components_sql
-from curation.config import SOURCE_PREFIX, RecipeConfig
-from curation.duck import MemoryBudget, duckdb_session, insert_parts, literal, scalar
+from curation.config import SOURCE_PREFIX, HeuristicsSelection, RecipeConfig
+from curation.duck import MemoryBudget, duckdb_session, ident, insert_parts, literal, scalar
 from curation.graph import (
     ALL,
     CROSS_DEDUP,
@@ -105,10 +112,11 @@ from curation.shards import occurrence_lengths
 from curation.storage import Store, read_parquet
 from curation.tokenizer import PinnedTokenizer
 
-KERNEL_VERSION = "mix-2"  # 2: exact token counts, curated filter policy
+KERNEL_VERSION = "mix-3"  # 2: exact token counts, curated filter policy; 3: dedup before the
+# quality cut, recipe heuristic thresholds, rehydration
 ASSET = MIX
 RULES = ("language", "heuristics", "contaminated", "empty_after_edits", *SELECTION_VERDICTS,
-         "quality", "duplicate")
+         "duplicate", "quality")
 """Selection rules in the order they are applied; a document's decision names the first one it
 fails."""
 TAKEDOWN = "takedown"
@@ -173,7 +181,9 @@ SHARE_SCHEMA = pa.schema([
     pa.field("target_tokens", pa.int64(), nullable=False),
     pa.field("achieved_tokens", pa.int64(), nullable=False),
     pa.field("achieved_share", pa.float64(), nullable=False),  # of the phase's achieved tokens
-    pa.field("available_tokens", pa.int64(), nullable=False),  # the phase's pool of the source
+    # the phase's pool of the source (with `rehydration`, each document's tokens times its
+    # weight: what epochs and max_epochs count)
+    pa.field("available_tokens", pa.int64(), nullable=False),
     pa.field("documents", pa.int64(), nullable=False),  # documents in that pool
     pa.field("occurrences", pa.int64(), nullable=False),
     pa.field("needed_epochs", pa.float64(), nullable=False),  # target / available
@@ -183,6 +193,20 @@ SHARE_SCHEMA = pa.schema([
     # The pool's largest document: the fill ends within half of it of the target (the share
     # gate's allowance for whole documents).
     pa.field("largest_document_tokens", pa.int64(), nullable=False),
+])
+
+
+REHYDRATION_SCHEMA = pa.schema([
+    pa.field("phase", pa.string(), nullable=False),
+    pa.field("bucket", pa.string(), nullable=False),  # sizes: "2", "3-4", "101+"
+    pa.field("min_size", pa.int64(), nullable=False),
+    pa.field("max_size", pa.int64()),  # null: open-ended
+    pa.field("weight", pa.float64(), nullable=False),
+    pa.field("documents", pa.int64(), nullable=False),  # web documents of the phase's pool
+    pa.field("copies", pa.int64(), nullable=False),  # the group members they stand for
+    pa.field("occurrences", pa.int64(), nullable=False),
+    pa.field("achieved_tokens", pa.int64(), nullable=False),
+    pa.field("achieved_share", pa.float64(), nullable=False),  # of the phase's web tokens
 ])
 
 
@@ -260,22 +284,60 @@ def _widen(con: Connection, side: str, columns: str) -> None:
     con.execute("ALTER TABLE _wider RENAME TO gathered")
 
 
+def heuristics_verdict(selection: HeuristicsSelection) -> tuple[list[str], str]:
+    """The stored `heuristics` columns a recipe's heuristic filter reads, and its verdict over
+    them in SQL: the stored verdict of its `suites` (all: `keep`) and its signal bounds (a
+    null signal passes)."""
+    if selection.suites is None:
+        columns, terms = ["keep"], ["keep"]
+    else:
+        columns = [f"keep_{suite}" for suite in selection.suites]
+        terms = [ident(column) for column in columns]
+    for name, bound in sorted(selection.signals.items()):
+        columns.append(name)
+        value = f"CAST({ident(name)} AS DOUBLE)"
+        limits = []
+        if bound.min is not None:
+            limits.append(f"{value} >= {bound.min!r}::DOUBLE")
+        if bound.max is not None:
+            limits.append(f"{value} <= {bound.max!r}::DOUBLE")
+        terms.append(f"({value} IS NULL OR ({' AND '.join(limits)}))")
+    return columns, " AND ".join(terms) or "true"
+
+
+def _load_heuristics(con: Connection, store: Store, partitions: Sequence[str],
+                     selection: HeuristicsSelection) -> None:
+    """Table `heuristics_rows` (`doc_id`, `keep`): the recipe's heuristic verdict of each
+    document, re-thresholded from the stored signals (`heuristics_verdict`)."""
+    columns, verdict = heuristics_verdict(selection)
+    try:
+        _load(con, store, "heuristics_rows", HEURISTICS, partitions,
+              {"doc_id": "VARCHAR", "keep": "BOOLEAN"}, read=["doc_id", *columns],
+              select=f"CAST(doc_id AS VARCHAR), CAST({verdict} AS BOOLEAN)")
+    except (duckdb.BinderException, KeyError, pa.ArrowInvalid) as error:
+        raise MixInputError(
+            f"selection.heuristics: {HEURISTICS} has no column among {', '.join(columns)} "
+            f"(a suite the pipeline leaves disabled, or a signal name it does not store: "
+            f"{error})") from None
+
+
 def load_candidates(con: Connection, store: Store, partitions: Sequence[str],
                     curated_sources: Collection[str] = (),
                     verdicts: Sequence[str] = SELECTION_VERDICTS,
-                    budget: MemoryBudget | None = None) -> list[str]:
+                    budget: MemoryBudget | None = None,
+                    heuristics: HeuristicsSelection | None = None) -> list[str]:
     """Table `candidates` (`CANDIDATE_SCHEMA` and `text_part`, the number of the scrubbed part
     holding the document's text) over `partitions`, part by part; `curated_sources` names the
     sources judged by the curated filter policy, `verdicts` the added annotate stages whose
-    `keep` the selection applies; `budget` is the session's (None: the current one). Returns
-    the scrubbed parts' keys by number."""
+    `keep` the selection applies; `budget` is the session's (None: the current one);
+    `heuristics` the recipe's heuristic filter (None: the stored verdict). Returns the
+    scrubbed parts' keys by number."""
     _load(con, store, "docs", DOCUMENTS, partitions, {
         "doc_id": "VARCHAR", "source": "VARCHAR", "url": "VARCHAR", "snapshot": "VARCHAR",
         "licence": "VARCHAR"})
     _load(con, store, "language_rows", LANGUAGE, partitions,
           {"doc_id": "VARCHAR", "language": "VARCHAR", "keep": "BOOLEAN"})
-    _load(con, store, "heuristics_rows", HEURISTICS, partitions,
-          {"doc_id": "VARCHAR", "keep": "BOOLEAN"})
+    _load_heuristics(con, store, partitions, heuristics or HeuristicsSelection())
     # no classifier configured: no table, the scores stay null
     _load(con, store, "quality", QUALITY_SCORES, partitions,
           {"doc_id": "VARCHAR", "quality_score": "DOUBLE"}, required=False)
@@ -312,7 +374,7 @@ def load_candidates(con: Connection, store: Store, partitions: Sequence[str],
     if scalar(con, "SELECT count(*) - count(DISTINCT doc_id) FROM gathered"):
         raise MixInputError("a doc_id occurs in two partitions")
     curated = {SOURCE_PREFIX + name for name in curated_sources}
-    _load_memberships(con, store, partitions, curated)
+    load_memberships(con, store, partitions, curated)
     group_ids(con, "gathered", "members", "groups", budget)
     # the first failing verdict in order wins
     verdict_drop = ("CASE " + " ".join(f"WHEN NOT verdict{n} THEN {literal(asset)}"
@@ -329,7 +391,7 @@ def load_candidates(con: Connection, store: Store, partitions: Sequence[str],
     return text_parts
 
 
-def _load_memberships(con: Connection, store: Store, partitions: Sequence[str],
+def load_memberships(con: Connection, store: Store, partitions: Sequence[str],
                       curated: Collection[str]) -> None:
     """Table `members` (`scope`, `cluster_id`, `doc_id`): every cluster membership of each
     within-partition dedup asset and partition (for a `curated` partition, `exact_dedup`
@@ -449,9 +511,9 @@ def _top_fraction(table: str, pool: str, fraction: float) -> str:
 def select_sql(con: Connection, recipe: RecipeConfig,
                curated_sources: Collection[str] = ()) -> None:
     """Table `decisions` (`doc_id`, `partition`, `rule`, `kept`, `kept_doc_id`): one per row
-    of `candidates`, the first rule of `RULES` it fails, or `selected`; duplicates name the
-    kept member. The web filters (language, heuristics, added verdicts) skip the documents of
-    `curated_sources`."""
+    of `candidates`, the first rule of `RULES` it fails, or `selected`; duplicates name their
+    group's representative (dropped by `quality` itself when below the cut). The web filters
+    (language, heuristics, added verdicts) skip the documents of `curated_sources`."""
     web_filter = f"NOT {_in('source', sorted(curated_sources))}"
     language_ok = "coalesce(language_keep, false)"
     if recipe.selection.languages is not None:
@@ -472,17 +534,6 @@ def select_sql(con: Connection, recipe: RecipeConfig,
                         THEN verdict_drop
                END AS rule
         FROM candidates""")
-    fraction = recipe.selection.quality_top_fraction
-    if fraction is not None:
-        pool = f"rule IS NULL AND source = {literal(WEB_SOURCE)}"
-        _require_scores(con, f"SELECT partition, score FROM judged WHERE {pool}",
-                        "selection.quality_top_fraction")
-        con.execute(f"""
-            CREATE TABLE judged_quality AS
-            SELECT * EXCLUDE (cut) REPLACE (CASE WHEN cut THEN 'quality' ELSE rule END AS rule)
-            FROM ({_top_fraction("judged", pool, fraction)})""")
-        con.execute("DROP TABLE judged")
-        con.execute("ALTER TABLE judged_quality RENAME TO judged")
     # duplicate: per group, the best-ranked member still in
     if recipe.cluster_policy == "quality":  # needed where a group has two members still in
         _require_scores(con, """
@@ -494,18 +545,32 @@ def select_sql(con: Connection, recipe: RecipeConfig,
               "quality": "score DESC NULLS LAST,"}[recipe.cluster_policy]
     # curated before web, then the earliest snapshot (curated: null, first), then the policy
     con.execute(f"""
+        CREATE TABLE deduplicated AS
+        SELECT * REPLACE (CASE WHEN rule IS NULL AND best <> doc_id THEN 'duplicate'
+                               ELSE rule END AS rule),
+               CASE WHEN rule IS NULL AND best <> doc_id THEN best END AS kept_doc_id
+        FROM (SELECT *, first_value(doc_id) OVER (
+                  PARTITION BY rule IS NULL, group_id
+                  ORDER BY source = {literal(WEB_SOURCE)}, snapshot NULLS FIRST, {policy}
+                           doc_id) AS best
+              FROM judged)""")
+    con.execute("DROP TABLE judged")
+    # quality: the percentile of the distinct documents (the groups' representatives), as
+    # FineWeb and BEE cut after deduplication; copies never inflate the pool
+    fraction = recipe.selection.quality_top_fraction
+    rows = "SELECT *, false AS cut FROM deduplicated"
+    if fraction is not None:
+        pool = f"rule IS NULL AND source = {literal(WEB_SOURCE)}"
+        _require_scores(con, f"SELECT partition, score FROM deduplicated WHERE {pool}",
+                        "selection.quality_top_fraction")
+        rows = _top_fraction("deduplicated", pool, fraction)
+    con.execute(f"""
         CREATE TABLE decisions AS
         SELECT doc_id, partition, rule, rule = '{SELECTED}' AS kept, kept_doc_id FROM (
-            SELECT doc_id, partition,
-                   CASE WHEN rule IS NULL AND best <> doc_id THEN 'duplicate'
-                        ELSE coalesce(rule, '{SELECTED}') END AS rule,
-                   CASE WHEN rule IS NULL AND best <> doc_id THEN best END AS kept_doc_id
-            FROM (SELECT *, first_value(doc_id) OVER (
-                      PARTITION BY rule IS NULL, group_id
-                      ORDER BY source = {literal(WEB_SOURCE)}, snapshot NULLS FIRST, {policy}
-                               doc_id) AS best
-                  FROM judged))""")
-    con.execute("DROP TABLE judged")
+            SELECT doc_id, partition, kept_doc_id,
+                   CASE WHEN cut THEN 'quality' ELSE coalesce(rule, '{SELECTED}') END AS rule
+            FROM ({rows}))""")
+    con.execute("DROP TABLE deduplicated")
 
 
 def _put_candidates(con: Connection, candidates: pa.Table) -> None:
@@ -655,10 +720,11 @@ class _Pool:
 
 
 def _fill(con: Connection, source: str, size: int, budget: float) -> tuple[int, list[int]]:
-    """Which documents of `source`'s pool in table `ordered` (positions `pos` from 1, in hash
-    order) take one more occurrence for `budget` tokens: each in turn while it fits the budget
-    left (first fit), then at most one more if that ends closer to the budget than stopping
-    short. Returns the length of the prefix taken whole and the later positions taken."""
+    """Which of the `size` documents of `source`'s pool in table `ordered` (positions `pos`
+    from 1, in fill order) take one more occurrence for `budget` tokens: each in turn while it
+    fits the budget left (first fit), then at most one more if that ends closer to the budget
+    than stopping short. Returns the length of the prefix taken whole and the later positions
+    taken."""
     if budget <= 0 or size == 0:
         return 0, []
     prefix, reached = con.execute(
@@ -688,10 +754,11 @@ def _fill(con: Connection, source: str, size: int, budget: float) -> tuple[int, 
 
 
 def _phase_pools(con: Connection, recipe: RecipeConfig) -> list[dict[str, _Pool]]:
-    """Table `pools` (`phase` number, `source`, `doc_id`, `tokens`): each phase's pool of each
-    source (web: its `quality_top_fraction` per language); their statistics by name."""
+    """Table `pools` (`phase` number, `source`, `doc_id`, `tokens`, `weight`): each phase's
+    pool of each source (web: its `quality_top_fraction` per language); their statistics by
+    name, a pool's tokens weighted (rehydration: what its epochs are counted in)."""
     con.execute("CREATE TABLE pools (phase INTEGER, source VARCHAR, doc_id VARCHAR, "
-                "tokens BIGINT)")
+                "tokens BIGINT, weight DOUBLE)")
     present = {row[0] for row in con.sql("SELECT DISTINCT source FROM selected").fetchall()}
     names = sorted(present | {s for p in recipe.phases for s in p.weights})
     phases = []
@@ -703,9 +770,11 @@ def _phase_pools(con: Connection, recipe: RecipeConfig) -> list[dict[str, _Pool]
                             f"phases.{phase.name}.quality_top_fraction")
             rows = (f"({_top_fraction('selected', web, phase.quality_top_fraction)}) "
                     "WHERE NOT cut")
-        con.execute(f"INSERT INTO pools SELECT {index}, source, doc_id, tokens FROM {rows}")
+        con.execute(f"INSERT INTO pools SELECT {index}, source, doc_id, tokens, weight "
+                    f"FROM {rows}")
         stats = {row[0]: row[1:] for row in con.execute(
-            "SELECT source, count(*), sum(tokens), max(tokens) FROM pools WHERE phase = ? "
+            "SELECT source, count(*), round(sum(tokens * weight))::BIGINT, "
+            "coalesce(max(tokens) FILTER (WHERE weight > 0), 0) FROM pools WHERE phase = ? "
             "GROUP BY source", [index]).fetchall()}
         pools = {}
         for name in names:
@@ -759,43 +828,54 @@ def _plan(recipe: RecipeConfig, phases: list[dict[str, _Pool]]) -> int:
 
 def _repeat(con: Connection, recipe: RecipeConfig, index: int,
             pools: Mapping[str, _Pool]) -> None:
-    """Adds phase `index`'s occurrence counts to table `counts`: every document of a planned
-    pool its whole epochs, plus one where the fill (`_fill`, in `phase_key` order) takes it."""
+    """Adds phase `index`'s occurrence counts to table `counts`: a document of a planned pool
+    is due `planned epochs x weight` occurrences; it takes the whole ones, and one more where
+    the fill (`_fill`) takes it. The fill walks the documents with a fraction left in
+    `phase_key` order, each key stretched by its fraction (`-ln(1 - key) / fraction`, the
+    exponential race of weighted sampling), so a document's chance of its extra occurrence
+    grows with its fraction; with equal weights that is the plain `phase_key` order."""
     planned = {name: pool for name, pool in pools.items() if pool.planned > 0}
     if not planned:
         return
     phase = recipe.phases[index]
+    con.register("_planned", pa.table({"source": list(planned),
+                                       "planned": [p.planned for p in planned.values()]}))
+    con.execute(f"""
+        CREATE OR REPLACE TABLE due AS
+        SELECT source, doc_id, tokens, whole, due - whole AS fraction FROM (
+            SELECT p.source, p.doc_id, p.tokens, n.planned * p.weight AS due,
+                   floor(n.planned * p.weight + 1e-9)::BIGINT AS whole
+            FROM pools p JOIN _planned n ON n.source = p.source WHERE p.phase = {index})""")
+    con.unregister("_planned")
     con.execute(f"""
         CREATE OR REPLACE TABLE ordered AS
         SELECT source, doc_id, tokens, row_number() OVER w AS pos, sum(tokens) OVER w AS cum
-        FROM (SELECT source, doc_id, tokens,
+        FROM (SELECT source, doc_id, tokens, fraction,
                      phase_key(doc_id, {literal(phase.name)}, {literal(str(recipe.seed))}) AS key
-              FROM pools WHERE phase = {index} AND {_in("source", planned)})
-        WINDOW w AS (PARTITION BY source ORDER BY key, doc_id ROWS UNBOUNDED PRECEDING)""")
+              FROM due WHERE fraction > 1e-9)
+        WINDOW w AS (PARTITION BY source
+                     ORDER BY -ln(greatest(1 - key::DOUBLE / 18446744073709551616.0, 1e-300))
+                              / fraction, key, doc_id
+                     ROWS UNBOUNDED PRECEDING)""")
     con.execute("CREATE OR REPLACE TABLE extra (doc_id VARCHAR)")
-    wholes = []
-    for name, pool in planned.items():
-        whole = int(math.floor(pool.planned + 1e-9))
-        wholes.append((name, whole))
-        budget = pool.planned * pool.tokens - whole * pool.tokens
-        prefix, taken = _fill(con, name, pool.documents, budget)
+    fractions = {name: (int(size), float(budget or 0)) for name, size, budget in con.sql(
+        "SELECT source, count(*), sum(tokens * fraction) FROM due WHERE fraction > 1e-9 "
+        "GROUP BY source").fetchall()}
+    for name in planned:
+        size, budget = fractions.get(name, (0, 0.0))
+        prefix, taken = _fill(con, name, size, budget)
         con.register("_taken", pa.table({"pos": pa.array(taken, pa.int64())}))
         con.execute("INSERT INTO extra SELECT doc_id FROM ordered WHERE source = ? AND "
                     "(pos <= ? OR pos IN (SELECT pos FROM _taken))", [name, prefix])
         con.unregister("_taken")
-    con.register("_wholes", pa.table({"source": [n for n, _ in wholes],
-                                      "whole": pa.array([w for _, w in wholes], pa.int64())}))
     con.execute(f"""
         INSERT INTO counts
         SELECT * FROM (
-            SELECT {index} AS phase, p.doc_id, w.whole + (e.doc_id IS NOT NULL)::BIGINT AS count
-            FROM pools p JOIN _wholes w ON w.source = p.source
-                 LEFT JOIN extra e ON e.doc_id = p.doc_id
-            WHERE p.phase = {index})
+            SELECT {index} AS phase, d.doc_id, d.whole + (e.doc_id IS NOT NULL)::BIGINT AS count
+            FROM due d LEFT JOIN extra e ON e.doc_id = d.doc_id)
         WHERE count > 0""")
-    con.unregister("_wholes")
-    con.execute("DROP TABLE ordered")
-    con.execute("DROP TABLE extra")
+    for table in ("due", "ordered", "extra"):
+        con.execute(f"DROP TABLE {table}")
 
 
 @dataclass(frozen=True)
@@ -815,16 +895,21 @@ class MixRun:
     candidates: int
     selected: int
     achieved_tokens: int
+    rehydration: pa.Table
 
 
 def choose_sql(con: Connection) -> None:
     """Table `chosen`: the selected rows of `candidates`, by the scrubbed part holding their
-    text (what `count_tokens_sql` reads part by part)."""
+    text (what `count_tokens_sql` reads part by part), with `group_size`: the candidates in
+    their duplicate group (the copies the recipe's partitions hold, whatever rule dropped
+    them: what rehydration weighs)."""
     con.execute("""
         CREATE TABLE chosen AS
         SELECT c.doc_id, c.partition, c.source, c.licence, c.language, c.text_bytes, c.text_part,
-               CASE WHEN isnan(c.quality_score) THEN NULL ELSE c.quality_score END AS score
-        FROM candidates c JOIN decisions d ON d.doc_id = c.doc_id AND d.kept
+               CASE WHEN isnan(c.quality_score) THEN NULL ELSE c.quality_score END AS score,
+               c.group_size
+        FROM (SELECT *, count(*) OVER (PARTITION BY group_id) AS group_size FROM candidates) c
+             JOIN decisions d ON d.doc_id = c.doc_id AND d.kept
         ORDER BY c.text_part""")
 
 
@@ -833,8 +918,9 @@ def mix_sql(con: Connection, recipe: RecipeConfig, exact: bool) -> MixRun:
     table `token_counts` (`doc_id`, `tokens`) when `exact`, else bytes over
     `DEFAULT_BYTES_PER_TOKEN`. Leaves tables `selected` (with tokens), `pools` and `counts`
     (`phase` number, `doc_id`, occurrences) in the session."""
+    weight = f"{_rehydration_weight(recipe, 'weight')} AS weight"
     if exact:
-        con.execute("CREATE TABLE selected AS SELECT c.*, t.tokens FROM chosen c "
+        con.execute(f"CREATE TABLE selected AS SELECT c.*, t.tokens, {weight} FROM chosen c "
                     "LEFT JOIN token_counts t ON t.doc_id = c.doc_id")
         missing = scalar(con, "SELECT count(*) FROM selected WHERE tokens IS NULL")
         if missing:
@@ -842,7 +928,8 @@ def mix_sql(con: Connection, recipe: RecipeConfig, exact: bool) -> MixRun:
     else:
         con.execute(f"""
             CREATE TABLE selected AS SELECT *, greatest(1, round_even(
-                coalesce(text_bytes, 0) / {DEFAULT_BYTES_PER_TOKEN!r}::DOUBLE, 0))::BIGINT AS tokens
+                coalesce(text_bytes, 0) / {DEFAULT_BYTES_PER_TOKEN!r}::DOUBLE, 0))::BIGINT
+                AS tokens, {weight}
             FROM chosen""")
     con.create_function("phase_key", _phase_keys, ["VARCHAR", "VARCHAR", "VARCHAR"],
                         "UBIGINT", type="arrow")
@@ -887,7 +974,55 @@ def mix_sql(con: Connection, recipe: RecipeConfig, exact: bool) -> MixRun:
         share_rows, SHARE_SCHEMA), total, "exact" if exact else "bytes", bytes_per_token,
         scalar(con, "SELECT count(*) FROM decisions"),
         scalar(con, "SELECT count(*) FROM decisions WHERE kept"),
-        sum(row["achieved_tokens"] for row in share_rows))
+        sum(row["achieved_tokens"] for row in share_rows), _rehydration_shares(con, recipe))
+
+
+def _rehydration_weight(recipe: RecipeConfig, column: Literal["weight", "label"]) -> str:
+    """SQL over a row with `source` and `group_size`: its rehydration bucket's `weight`, or
+    the bucket's `label`. Only web documents are rehydrated (their copies are the crawl's
+    repetitions, FineWeb-2's signal of quality); curated sources, and every document without
+    `rehydration`, weigh 1 and have no bucket."""
+    buckets = recipe.rehydration
+    if not buckets:
+        return "1.0::DOUBLE" if column == "weight" else "NULL::VARCHAR"
+    cases = []
+    for bucket in buckets:
+        upto = "" if bucket.max_size is None else f" AND group_size <= {bucket.max_size}"
+        value = f"{bucket.weight!r}::DOUBLE" if column == "weight" else literal(bucket.label)
+        cases.append(f"WHEN group_size >= {bucket.min_size}{upto} THEN {value}")
+    other = "1.0::DOUBLE" if column == "weight" else "NULL::VARCHAR"
+    return f"CASE WHEN source <> {literal(WEB_SOURCE)} THEN {other} {' '.join(cases)} END"
+
+
+def _rehydration_shares(con: Connection, recipe: RecipeConfig) -> pa.Table:
+    """`REHYDRATION_SCHEMA` rows once `mix_sql` drew the occurrences: per phase and size
+    bucket, the web documents in the phase's pool and the copies they stand for, their
+    occurrences and tokens, and the bucket's share of the phase's web tokens (none without
+    `rehydration`)."""
+    if not recipe.rehydration:
+        return REHYDRATION_SCHEMA.empty_table()
+    drawn_by = {(phase, bucket): row for phase, bucket, *row in con.sql(f"""
+        SELECT p.phase, s.bucket, count(*), sum(s.group_size), coalesce(sum(c.count), 0),
+               coalesce(sum(c.count * s.tokens), 0)
+        FROM pools p
+             JOIN (SELECT doc_id, tokens, group_size,
+                          {_rehydration_weight(recipe, "label")} AS bucket
+                   FROM selected WHERE source = {literal(WEB_SOURCE)}) s ON s.doc_id = p.doc_id
+             LEFT JOIN counts c ON c.phase = p.phase AND c.doc_id = p.doc_id
+        GROUP BY ALL""").fetchall()}
+    rows = []
+    for index, phase in enumerate(recipe.phases):
+        web = sum(row[3] for (number, _), row in drawn_by.items() if number == index)
+        for bucket in recipe.rehydration:
+            documents, copies, occurrences, tokens = drawn_by.get((index, bucket.label),
+                                                                  (0, 0, 0, 0))
+            rows.append({"phase": phase.name, "bucket": bucket.label,
+                         "min_size": bucket.min_size, "max_size": bucket.max_size,
+                         "weight": bucket.weight, "documents": int(documents),
+                         "copies": int(copies or 0), "occurrences": int(occurrences),
+                         "achieved_tokens": int(tokens),
+                         "achieved_share": int(tokens) / web if web else 0.0})
+    return pa.Table.from_pylist(rows, REHYDRATION_SCHEMA)
 
 
 def occurrence_rows(removed: str | None = None) -> str:
@@ -926,7 +1061,7 @@ def run_mix(con: Connection, store: Store, recipe: RecipeConfig, *,
     exact tokens (`count_tokens_sql`, when a tokenizer is given), then `mix_sql`, in `con`
     (a session under `budget`, None: the current one)."""
     text_parts = load_candidates(con, store, recipe.partition_keys(), curated_sources,
-                                 verdicts, budget)
+                                 verdicts, budget, recipe.selection.heuristics)
     select_sql(con, recipe, curated_sources)
     choose_sql(con)
     if tokenizer is not None:
@@ -946,7 +1081,9 @@ class MixResult:
     `max_epochs`). `token_counts`: `exact` when every selected document was tokenized with the
     recipe's tokenizer (EOS included), `bytes` for the flat `DEFAULT_BYTES_PER_TOKEN`
     estimate. `bytes_per_token`: per source, the selected text's bytes over its tokens (what
-    the report uses to estimate the tokens of documents the mix did not tokenize)."""
+    the report uses to estimate the tokens of documents the mix did not tokenize).
+    `rehydration`: per phase and size bucket, what the recipe's `rehydration` gave
+    (`REHYDRATION_SCHEMA`; no rows without it)."""
 
     recipe: str
     seed: int
@@ -957,6 +1094,7 @@ class MixResult:
     total_tokens: int
     token_counts: Literal["exact", "bytes"]
     bytes_per_token: dict[str, float] = field(default_factory=dict)
+    rehydration: pa.Table = field(default_factory=REHYDRATION_SCHEMA.empty_table)
 
     @property
     def candidates(self) -> int:
@@ -974,7 +1112,8 @@ class MixResult:
 def _result(con: Connection, run: MixRun) -> MixResult:
     return MixResult(run.recipe, run.seed, _fetch(con, occurrence_rows(), OCCURRENCE_SCHEMA),
                      _fetch(con, decision_rows(run.recipe), MIX_DECISION_SCHEMA), run.funnel,
-                     run.shares, run.total_tokens, run.token_counts, run.bytes_per_token)
+                     run.shares, run.total_tokens, run.token_counts, run.bytes_per_token,
+                     run.rehydration)
 
 
 def mix_candidates(candidates: pa.Table, recipe: RecipeConfig, *,

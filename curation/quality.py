@@ -27,6 +27,8 @@ import fasttext
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from curation.dedup import text_hash
+
 HQ = "hq"
 LQ = "lq"
 _LABEL_PREFIX = "__label__"
@@ -122,17 +124,30 @@ def _keyed_hash(value: str, seed: int, purpose: bytes) -> int:
 
 
 def sample_negatives(doc_ids: list[str], texts: list[str], count: int, seed: int) -> list[int]:
-    """Indices of the `count` non-blank documents with the smallest keyed hash of `doc_id`.
+    """Indices of `count` distinct non-blank documents: one per exact duplicate (the text
+    `exact_dedup` compares, `normalise_text`), the copy with the smallest keyed hash of
+    `doc_id`, then the `count` of those with the smallest hash. Negatives are deduplicated as
+    the mix is before its quality cut: a page the crawl holds a hundred times is one negative,
+    not a hundred votes for its boilerplate.
 
     The choice depends only on the (doc_id, text) pairs and the seed, not on their order or
-    partitioning; and the sample of a union is the sample of the per-partition samples, so it
-    can be taken partition by partition and merged. Indices are returned in ascending order.
+    partitioning; and the sample of a union is the sample of the per-partition samples (a
+    text's representative in the union is the best of its per-partition ones), so it can be
+    taken partition by partition and merged. Indices are returned in ascending order.
     """
     if len(doc_ids) != len(texts):
         raise ValueError(f"{len(doc_ids)} doc_ids but {len(texts)} texts")
-    candidates = (i for i, text in enumerate(texts) if text.strip())
-    return sorted(heapq.nsmallest(
-        count, candidates, key=lambda i: (_keyed_hash(doc_ids[i], seed, b"negatives"), doc_ids[i])))
+
+    def rank(i: int) -> tuple[int, str]:
+        return _keyed_hash(doc_ids[i], seed, b"negatives"), doc_ids[i]
+
+    best: dict[int, int] = {}
+    for i, text in enumerate(texts):
+        if text.strip():
+            key = text_hash(text)
+            if key not in best or rank(i) < rank(best[key]):
+                best[key] = i
+    return sorted(heapq.nsmallest(count, best.values(), key=rank))
 
 
 def _capped(texts: Iterable[str], limit: int, seed: int) -> list[str]:

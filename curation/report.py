@@ -18,7 +18,8 @@ every stage (`in = dropped + out`, the next stage's `in` is this one's `out`):
                          (`dedup_clusters`), cross_dedup, decontamination, empty_after_edits
     selection.RULE       the recipe's selection (the mix's decisions) for the documents no
                          pipeline verdict drops: language (the recipe's languages), heuristics,
-                         contaminated, empty_after_edits, quality (the cutoff), duplicate
+                         contaminated, empty_after_edits, duplicate, quality (the cutoff,
+                         over the distinct documents)
 
 A document the recipe selects is never counted as dropped, even where a pipeline verdict flags
 it (the recipe decides: `drop_contaminated: false`, or a duplicate group whose default
@@ -32,6 +33,11 @@ document's source, at least 1 per document; of the extracted text through the st
 scrubbed text after `edits`. So the funnel ends with the mix's pool of selected tokens; the
 occurrences (with repeats) and the shards' real token counts follow in the summary.
 
+Beside the funnel: the documents and estimated tokens the mix's `duplicate` rule removed, per
+size of their duplicate group among the recipe's documents (`DUPLICATE_BUCKETS`; the groups
+rebuilt with the mix's own `group_ids`), and the phase order as the loader serves it
+(`curation.loader.served_phases` of the dataset's manifest: phase, sequence range, tokens).
+
 Sample documents (a few per stage, truncated): kept ones show the scrubbed text; removed ones the
 extracted text with PII replaced by placeholders (`curation.pii.scrub_text`). They are copies of
 text, so a taken-down document (the mix's `takedown` rule or the current tombstones) is never
@@ -43,8 +49,8 @@ stored parts (read by path from a local store, part by part otherwise) and the m
 decisions by doc_id into one row per document, and the report reads those rows
 `BATCH_ROWS` at a time, one partition after the other. What it keeps between batches
 (`_Figures`) is sums per stage, reason, language and quality bin, and the first few sample
-candidates in sample-rank order; cluster sizes are counted in DuckDB; the sampled texts are
-read one stored part at a time. DuckDB needs about 100 MB for partitions of 50,000
+candidates in sample-rank order; cluster and group sizes are counted in DuckDB; the sampled
+texts are read one stored part at a time. DuckDB needs about 100 MB for partitions of 50,000
 documents at two threads (a 64 MB limit may stop with `BudgetTooSmallError`).
 """
 
@@ -57,7 +63,7 @@ import io
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,7 +73,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.config import RecipeConfig
+from curation.config import SOURCE_PREFIX, RecipeConfig
 from curation.duck import duckdb_session, ident, literal, register_parts, scalar
 from curation.graph import (
     ALL,
@@ -80,14 +86,22 @@ from curation.graph import (
     SCRUBBED,
     SHARDS,
 )
-from curation.mix import DEFAULT_BYTES_PER_TOKEN, RULES, SELECTED, TAKEDOWN
+from curation.loader import served_phases
+from curation.mix import (
+    DEFAULT_BYTES_PER_TOKEN,
+    RULES,
+    SELECTED,
+    TAKEDOWN,
+    group_ids,
+    load_memberships,
+)
 from curation.partition import PartitionLayout
 from curation.pii import scrub_text
 from curation.schema import WEB_SOURCE, sample_rank
 from curation.storage import Store, read_parquet
 from curation.takedowns import current_takedowns, load_tombstones, match_documents
 
-REPORT_VERSION = "report-1"
+REPORT_VERSION = "report-2"  # 2: duplicate removals per cluster size, the served phase order
 REPORTS_PREFIX = "reports"
 INGEST = DOCUMENTS
 # (funnel stage, asset whose `decisions` rows with verdict `drop` flag a document)
@@ -111,8 +125,14 @@ CROSS_ASSET, CROSS_PARTITION = CROSS_DEDUP, ALL
 SAMPLES_PER_STAGE = 3
 PREVIEW_CHARS = 320
 QUALITY_BINS = 20
-# Rules the mix applies before the quality cutoff: documents they drop never reach it.
-BEFORE_QUALITY = {"language", "heuristics", "contaminated", "empty_after_edits"}
+# Rules the mix applies before the quality cutoff (duplicate among them: the cut is taken over
+# distinct documents): documents they drop never reach it.
+BEFORE_QUALITY = set(RULES[:RULES.index("quality")])
+DUPLICATE = "duplicate"
+# Duplicate-group sizes the duplicate rule's removals are counted in: (smallest, largest; None:
+# no upper end). A removed duplicate's group holds at least 2 documents.
+DUPLICATE_BUCKETS: tuple[tuple[int, int | None], ...] = (
+    (2, 2), (3, 4), (5, 10), (11, 100), (101, None))
 FUNNEL_COLUMNS = ("stage", "documents_in", "dropped", "documents_out", "tokens_in",
                   "tokens_dropped", "tokens_out", "flagged", "kept_by_recipe")
 
@@ -184,7 +204,8 @@ def _frame_query(con: duckdb.DuckDBPyConnection, store: Store, index: int,
     """One row per document of the partition: source, language, score, the estimated tokens
     of the extracted (`tokens`) and of the scrubbed text (`final_tokens`: exact for the
     documents the mix selected), the reason each pipeline stage flags it (null: not flagged),
-    the mix's rule and `copies` (above 1: a doc_id occurs twice in an input); the string
+    the mix's rule, `group_size` (the recipe's documents in its duplicate group: table
+    `group_sizes`) and `copies` (above 1: a doc_id occurs twice in an input); the string
     columns come numbered: decode them with `_decode` and the returned strings.
 
     A query, not a table, and one grouping rather than a join per input: every input's rows
@@ -235,7 +256,8 @@ def _frame_query(con: duckdb.DuckDBPyConnection, store: Store, index: int,
         SELECT g.doc_id, g.source, g.language, g.quality_score,
                {", ".join(ident("flag." + stage) for stage, _ in PIPELINE_STAGES)}, g.rule,
                {_estimate("g.text_bytes")} AS tokens,
-               coalesce(g.exact_tokens, {_estimate("g.final_bytes")}) AS final_tokens, g.copies
+               coalesce(g.exact_tokens, {_estimate("g.final_bytes")}) AS final_tokens,
+               z.size AS group_size, g.copies
         FROM (SELECT doc_id, {first("code", 0)} AS source, {first("n", 0)} AS text_bytes,
                      {first("code", 1)} AS language, {first("x", 2)} AS quality_score,
                      {first("n", 3)} AS final_bytes, {first("code", 4)} AS rule,
@@ -244,7 +266,8 @@ def _frame_query(con: duckdb.DuckDBPyConnection, store: Store, index: int,
               FROM {prefix}rows LEFT JOIN {prefix}strings USING (s)
               GROUP BY doc_id HAVING count(*) FILTER (WHERE k = 0) > 0) g
         LEFT JOIN (SELECT code, rate FROM rates JOIN {prefix}strings ON s = rates.source) r
-               ON r.code = g.source"""
+               ON r.code = g.source
+        LEFT JOIN group_sizes z ON z.doc_id = g.doc_id"""
     return query, strings.combine_chunks() if strings.num_chunks else pa.array([], pa.string())
 
 
@@ -382,6 +405,8 @@ class _Figures:
         # (stage, kind) -> the first candidates in sample order and how many there are
         self.candidates: dict[tuple[str, str], list[tuple]] = defaultdict(list)
         self.matches: Counter[tuple[str, str]] = Counter()
+        # per DUPLICATE_BUCKETS entry: documents and estimated tokens the duplicate rule removed
+        self.duplicates = np.zeros((len(DUPLICATE_BUCKETS), 2), np.int64)
 
     def add_ingest(self, rejects: dict[str, int]) -> None:
         for reason, count in rejects.items():
@@ -390,6 +415,7 @@ class _Figures:
             row["dropped"] += count
 
     def add(self, index: int, part: _Partition) -> None:
+        self._add_duplicates(part.frame)
         self._add_removals(part)
         self._add_languages(part)
         self._add_quality(part.frame)
@@ -413,6 +439,26 @@ class _Figures:
             row["tokens_dropped"] += group["tokens_sum"] or 0
             if group["stage"] in SELECTION_STAGES:
                 row["flagged"] += group["tokens_count"]
+
+    def _add_duplicates(self, frame: pa.Table) -> None:
+        """The documents whose mix rule is `duplicate` (whatever funnel stage they are
+        attributed to) by their group's size bucket, with the funnel's token estimate."""
+        removed = frame.filter(pc.equal(frame["rule"], DUPLICATE))
+        sizes = removed["group_size"].to_numpy(zero_copy_only=False)
+        if removed["group_size"].null_count or np.any(sizes < 2):
+            raise ReportError("a duplicate the mix removed is alone in its duplicate group: "
+                              "the mix is stale; re-materialize it")
+        bucket = np.searchsorted([low for low, _ in DUPLICATE_BUCKETS], sizes, "right") - 1
+        np.add.at(self.duplicates[:, 0], bucket, 1)
+        np.add.at(self.duplicates[:, 1], bucket, removed["tokens"].to_numpy())
+
+    def duplicate_rows(self) -> list[dict[str, Any]]:
+        return [{"bucket": str(low) if high == low else f"{low}+" if high is None
+                 else f"{low}-{high}", "min_size": low, "max_size": high,
+                 "documents": int(documents), "tokens": int(tokens)}
+                for (low, high), (documents, tokens) in zip(DUPLICATE_BUCKETS,
+                                                            self.duplicates.tolist(),
+                                                            strict=True)]
 
     def removal_rows(self) -> list[dict[str, Any]]:
         order = {stage: i for i, stage in enumerate(STAGES)}
@@ -626,9 +672,37 @@ def _check_rules(con: duckdb.DuckDBPyConnection, partition: str) -> int:
     return sum(counts.values())
 
 
+def _group_sizes(con: duckdb.DuckDBPyConnection, store: Store, partitions: Sequence[str],
+                 curated_sources: Collection[str]) -> None:
+    """Table `group_sizes` (`doc_id`, `size`): how many of the recipe's documents (the mix's
+    decisions) share each one's duplicate group, the groups rebuilt as the mix builds them
+    (`curation.mix.group_ids` over the same cluster memberships), so the sizes are the ones
+    the mix's rehydration weighs."""
+    con.execute("CREATE TABLE recipe_docs AS SELECT DISTINCT doc_id FROM mix")
+    load_memberships(con, store, partitions,
+                      {SOURCE_PREFIX + name for name in curated_sources})
+    group_ids(con, "recipe_docs", "members", "groups")
+    con.execute("CREATE TABLE group_sizes AS SELECT doc_id, count(*) OVER "
+                "(PARTITION BY group_id) AS size FROM groups")
+    for table in ("recipe_docs", "members", "groups"):
+        con.execute(f"DROP TABLE {table}")
+
+
+def _served(shards: dict[str, Any]) -> dict[str, Any]:
+    """The phase groups in the order the loader serves them (`curation.loader.
+    served_phases` of the dataset's manifest)."""
+    return {"shuffle": shards.get("shuffle", "within_phase"),
+            "phases": [{"phase": p.phase, "first_sequence": p.first, "end_sequence": p.end,
+                        "sequences": p.end - p.first, "tokens": p.tokens}
+                       for p in served_phases(shards)]}
+
+
 def compute_report(store: Store, recipe: RecipeConfig,
-                   samples_per_stage: int = SAMPLES_PER_STAGE) -> dict[str, Any]:
-    """Every figure of the report as plain data (see the module docstring).
+                   samples_per_stage: int = SAMPLES_PER_STAGE,
+                   curated_sources: Collection[str] = ()) -> dict[str, Any]:
+    """Every figure of the report as plain data (see the module docstring); `curated_sources`
+    names the recipe's sources judged by the curated filter policy (their partitions' groups
+    are linked by exact duplicates only, as the mix links them).
 
     Memory is bounded by the budget (`curation.duck`), not by the number of documents: DuckDB
     joins each partition's stored parts with the mix's decisions (spilling beyond its
@@ -651,6 +725,7 @@ def compute_report(store: Store, recipe: RecipeConfig,
         con.register("rates", pa.table({"source": list(bytes_per_token),
                                         "rate": list(bytes_per_token.values())},
                                        schema=_RATES))
+        _group_sizes(con, store, partitions, curated_sources)
         queries = []
         for index, partition in enumerate(partitions):
             _view(con, f"p{index}_documents", store, DOCUMENTS, partition, _DOCUMENTS)
@@ -707,8 +782,6 @@ def compute_report(store: Store, recipe: RecipeConfig,
         raise ReportError(f"the funnel ends with {selected} documents but mix[{recipe.name}] "
                           f"selected {kept}")
     totals = shards.get("totals", {})
-
-    totals = shards.get("totals", {})
     return {
         "report_version": REPORT_VERSION,
         "recipe": recipe.name,
@@ -740,6 +813,8 @@ def compute_report(store: Store, recipe: RecipeConfig,
         "languages": figures.language_rows(partitions),
         "quality": figures.quality(recipe),
         "clusters": clusters,
+        "duplicate_removals": figures.duplicate_rows(),
+        "served_phases": _served(shards),
         "mixture": {
             "shares": shares,
             "tokens_by_source": shards.get("tokens_by_source", {}),
@@ -785,6 +860,18 @@ def removals_markdown(data: dict[str, Any]) -> str:
     return _md_table(["stage", "reason", "dropped", "flagged", "tokens dropped"],
                      [(r["stage"], r["reason"], r["dropped"], r["flagged"], r["tokens_dropped"])
                       for r in data["removals"]], [False, False, True, True, True])
+
+
+def duplicates_markdown(data: dict[str, Any]) -> str:
+    return _md_table(["cluster size", "documents removed", "tokens removed (est.)"],
+                     [(r["bucket"], r["documents"], r["tokens"])
+                      for r in data["duplicate_removals"]])
+
+
+def served_phases_markdown(data: dict[str, Any]) -> str:
+    return _md_table(["phase", "first sequence", "end sequence", "sequences", "tokens"],
+                     [(r["phase"], r["first_sequence"], r["end_sequence"], r["sequences"],
+                       r["tokens"]) for r in data["served_phases"]["phases"]])
 
 
 def mixture_markdown(data: dict[str, Any]) -> str:
@@ -1030,7 +1117,7 @@ def render_html(data: dict[str, Any], images: dict[str, bytes]) -> str:
         "<nav>" + "".join(f'<a href="#{a}">{t}</a>' for a, t in (
             ("funnel", "Funnel"), ("removals", "Removals"), ("languages", "Languages"),
             ("quality", "Quality"), ("clusters", "Duplicates"), ("mixture", "Mixture"),
-            ("samples", "Samples"))) + "</nav>",
+            ("phases", "Phase order"), ("samples", "Samples"))) + "</nav>",
         '<div class="cards">' + "".join(f"<div class='card'>{html.escape(k)}<b>{_e(v)}</b>"
                                         "</div>" for k, v in cards) + "</div>",
         '<h2 id="funnel">Funnel</h2>',
@@ -1078,7 +1165,15 @@ def render_html(data: dict[str, Any], images: dict[str, bytes]) -> str:
             _html_table(["asset", "clusters", "duplicates", "largest", "sizes"],
                         [[a, c["clusters"], c["duplicates"], c["largest"],
                           ", ".join(f"{k}: {v}" for k, v in c["sizes"].items()) or "–"]
-                         for a, c in data["clusters"].items()])]
+                         for a, c in data["clusters"].items()]),
+            "<h3>Removed by the recipe's duplicate rule, per cluster size</h3>",
+            "<p>The documents the mix drops as another member's duplicate, by the number of "
+            "the recipe's documents in their duplicate group (its connected component over "
+            "every dedup asset's clusters); tokens estimated from the extracted text as in the "
+            "funnel.</p>",
+            _html_table(["cluster size", "documents removed", "tokens removed (est.)"],
+                        [[r["bucket"], r["documents"], r["tokens"]]
+                         for r in data["duplicate_removals"]])]
     mixture = data["mixture"]
     out += ['<h2 id="mixture">Mixture</h2>', _img(images, "mixture", "mixture"),
             _html_table(["phase", "source", "weight", "target share", "achieved share",
@@ -1098,6 +1193,17 @@ def render_html(data: dict[str, Any], images: dict[str, bytes]) -> str:
     if mixture["ran_out"]:
         out.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in mixture["ran_out"])
                    + "</ul>")
+    served = data["served_phases"]
+    out += ['<h2 id="phases">Phase order</h2>',
+            "<p>The sequences in the order the loader serves them every epoch "
+            f"(<code>shuffle: {_e(served['shuffle'])}</code>: "
+            + ("each phase shuffled on its own, the phases in this order; a row naming two "
+               "phases holds the sequences where one phase ends and the next begins"
+               if served["shuffle"] != "global" else "every sequence shuffled together")
+            + "). Tokens without padding, EOS included.</p>",
+            _html_table(["phase", "first sequence", "end sequence", "sequences", "tokens"],
+                        [[r["phase"], r["first_sequence"], r["end_sequence"], r["sequences"],
+                          r["tokens"]] for r in served["phases"]])]
     out += ['<h2 id="samples">Sampled documents</h2>',
             "<p>A few documents per stage, truncated. Kept: the scrubbed text; removed: the "
             "extracted text with PII replaced by placeholders.</p>",
@@ -1129,8 +1235,9 @@ class Report:
 
 
 def build_report(store: Store, recipe: RecipeConfig,
-                 samples_per_stage: int = SAMPLES_PER_STAGE) -> Report:
-    data = compute_report(store, recipe, samples_per_stage)
+                 samples_per_stage: int = SAMPLES_PER_STAGE,
+                 curated_sources: Collection[str] = ()) -> Report:
+    data = compute_report(store, recipe, samples_per_stage, curated_sources)
     images = render_plots(data)
     return Report(recipe.name, data, render_html(data, images), images)
 

@@ -1,7 +1,8 @@
 """The shards' integrity gate (no Dagster): `verify_shards` reads a dataset version's folder
 and checks what `curation.shards` promises: file hashes, the Megatron index's offsets, the
-vocabulary range, one EOS per occurrence, token and padding accounting, padding positions and
-span tiling (docs/architecture.md, "Data contracts: Shards").
+vocabulary range, one EOS per occurrence, token and padding accounting, padding positions,
+span tiling and the curriculum (the manifest's phase runs are the runs the spans hold)
+(docs/architecture.md, "Data contracts: Shards").
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curation.shards import (
@@ -20,7 +23,9 @@ from curation.shards import (
     IDX_VERSION,
     MANIFEST,
     MEGATRON_DTYPE_CODES,
+    PhaseRun,
     file_sha256,
+    merge_runs,
     read_manifest,
 )
 
@@ -28,7 +33,7 @@ from curation.shards import (
 @dataclass(frozen=True)
 class IntegrityFailure:
     """One failed check: `check` names it (sha256, idx, offsets, size, vocab, padding, eos,
-    tokens, spans, files), `file` the file concerned."""
+    tokens, spans, curriculum, files), `file` the file concerned."""
 
     check: str
     file: str
@@ -237,6 +242,7 @@ def verify_shards(directory: str | Path, vocab_size: int | None = None) -> Integ
             _check_tokens(expect, shard, tokens, padding, report)
     _check_totals(manifest, report)
     _check_spans(expect, manifest, paddings, report)
+    _check_curriculum(expect, manifest, report)
     return report
 
 
@@ -249,3 +255,73 @@ def _check_totals(manifest: Mapping[str, Any], report: IntegrityReport) -> None:
     sequences = sum(s["sequences"] for s in shards)
     if totals["tokens"] + totals["padding_tokens"] != sequences * manifest["seq_len"]:
         report.fail("tokens", MANIFEST, "tokens + padding != sequences x seq_len")
+
+
+def _sequence_runs(sequence: np.ndarray, phase: np.ndarray, tokens: np.ndarray,
+                   names: list[str]) -> list[PhaseRun]:
+    """Runs of consecutive sequences holding the same phases, from span pieces (global
+    `sequence`, `phase` index into `names`, `tokens`) of whole sequences, sorted by sequence."""
+    if not len(sequence):
+        return []
+    ids, row = np.unique(sequence, return_inverse=True)
+    counts = np.zeros((len(ids), len(names)), dtype=np.int64)
+    np.add.at(counts, (row, phase), tokens)
+    present = counts > 0
+    # a new run where the phases present change or a sequence is skipped
+    starts = np.flatnonzero(np.r_[True, np.any(present[1:] != present[:-1], axis=1)
+                                  | (np.diff(ids) != 1)])
+    sums = np.add.reduceat(counts, starts, axis=0)
+    return [PhaseRun(tuple(n for n, t in zip(names, total, strict=True) if t), int(ids[start]),
+                     int(ids[end - 1]) + 1, tuple(int(t) for t in total if t))
+            for start, end, total in zip(starts, [*starts[1:], len(ids)], sums.tolist(),
+                                         strict=True)]
+
+
+def _check_curriculum(expect: _Expect, manifest: Mapping[str, Any],
+                      report: IntegrityReport) -> None:
+    """The manifest's `curriculum` (when it has one) equals the phase runs rebuilt from
+    `spans.parquet`, read one row group at a time: the rows of a group's last sequence wait for
+    the next group, so each sequence is counted whole."""
+    if "curriculum" not in manifest:
+        return  # written before the curriculum was recorded: the loader serves one run
+    entry = manifest["spans"]
+    path = expect.directory / entry["name"]
+    if not path.is_file():
+        return  # already reported by the span check
+    names = list(manifest.get("phases") or [])
+    first = np.array([s["first_sequence"] for s in manifest["shards"]] + [0], dtype=np.int64)
+    runs: list[PhaseRun] = []
+    held = (np.zeros(0, np.int64),) * 3
+    spans = pq.ParquetFile(path)
+    for group in range(spans.num_row_groups):
+        table = spans.read_row_group(group, columns=["shard", "sequence", "start", "end",
+                                                     "phase"])
+        phase = _phase_index(table["phase"], names)
+        if phase is None:
+            report.fail("curriculum", entry["name"], "spans name a phase the manifest's "
+                                                     f"phases {names} do not")
+            return
+        shard, sequence, start, end = (table[c].to_numpy().astype(np.int64)
+                                       for c in ("shard", "sequence", "start", "end"))
+        pieces = [np.concatenate([old, new]) for old, new in zip(held, (
+            first[np.clip(shard, 0, len(first) - 1)] + sequence, phase, end - start),
+            strict=True)]
+        last = pieces[0] == pieces[0][-1] if len(pieces[0]) else np.zeros(0, bool)
+        held = tuple(column[last] for column in pieces)
+        # only the last run can join the new ones: earlier runs stay as they are
+        runs[-1:] = merge_runs([*runs[-1:], *_sequence_runs(*(c[~last] for c in pieces),
+                                                            names)])
+    runs[-1:] = merge_runs([*runs[-1:], *_sequence_runs(*held, names)])
+    rebuilt = [run.entry() for run in runs]
+    if rebuilt != list(manifest["curriculum"]):
+        report.fail("curriculum", MANIFEST, f"the curriculum's {len(manifest['curriculum'])} "
+                                            f"phase runs differ from the {len(rebuilt)} the "
+                                            "spans hold")
+
+
+def _phase_index(phases: pa.ChunkedArray, names: list[str]) -> np.ndarray | None:
+    """Each span's phase as its index in `names`; None when one is not there."""
+    index = pc.index_in(phases, value_set=pa.array(names, pa.string()))
+    if index.null_count:
+        return None
+    return index.to_numpy().astype(np.int64)

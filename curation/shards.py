@@ -20,6 +20,13 @@ The output contract the training cluster streams (docs/architecture.md, "Data co
   Then `spans.parquet` (one row per contiguous piece of an occurrence: `shard`, `sequence`
   within the shard, `start`, `end` within the sequence, `doc_id`, `occurrence`, `phase`) and
   `manifest.json`, written last, so a folder with a manifest is complete.
+- **Curriculum.** The manifest's `curriculum` maps sequences to phases: the maximal runs of
+  consecutive sequences that hold tokens of the same phases, each with its `phases` (in the
+  recipe's order), `[first_sequence, end_sequence)` and `tokens` per phase (EOS included,
+  padding not). Under `concat` that is one run per phase plus one boundary sequence holding the
+  end of a phase and the start of the next; under `best_fit` the sequences still open at a phase
+  change hold both phases and close late, so runs interleave near a boundary. `shuffle`
+  (`within_phase` or `global`) tells the loader (`curation.loader`) how to serve them.
 - **Determinism.** Outputs depend on the occurrences, the tokenizer and the settings that shape
   them, never on batch sizes, thread or worker counts or the backend: Parquet row groups have a
   fixed size, JSON keys are sorted, nothing records a time. Two builds are byte-identical, and
@@ -197,6 +204,8 @@ class ShardSettings:
     seed: int
     phases: tuple[str, ...]
     packing: Literal["concat", "best_fit"] = "concat"
+    # How the loader serves the sequences (recorded in the manifest; never changes a byte).
+    shuffle: Literal["within_phase", "global"] = "within_phase"
     best_fit_window: int = 256  # open sequences best-fit keeps before closing the oldest
     batch_size: int = 1024  # occurrences per encode_batch call
     # ...or fewer: an encoding holds about 85 bytes a token while the batch is converted.
@@ -208,6 +217,8 @@ class ShardSettings:
             raise ValueError("seq_len and tokens_per_shard must be positive")
         if self.packing not in ("concat", "best_fit"):
             raise ValueError(f"packing {self.packing!r}: use 'concat' or 'best_fit'")
+        if self.shuffle not in ("within_phase", "global"):
+            raise ValueError(f"shuffle {self.shuffle!r}: use 'within_phase' or 'global'")
         if not self.phases or len(set(self.phases)) != len(self.phases):
             raise ValueError(f"phases {self.phases!r}: give each phase once")
         if self.best_fit_window < 1 or self.batch_size < 1 or self.batch_chars < 1:
@@ -218,7 +229,7 @@ class ShardSettings:
         values: dict[str, Any] = {
             "seq_len": recipe.seq_len, "tokens_per_shard": recipe.tokens_per_shard,
             "seed": recipe.seed, "phases": tuple(phase.name for phase in recipe.phases),
-            "packing": recipe.packing}
+            "packing": recipe.packing, "shuffle": recipe.shuffle}
         return cls(**(values | overrides))
 
     @property
@@ -529,6 +540,8 @@ class _ShardWriter:
         self.pieces: list[_Pieces] = []
         self.spans = spans
         self.shards: list[dict[str, Any]] = []
+        self.phases = pa.array(settings.phases, pa.string())
+        self.runs: list[PhaseRun] = []
 
     @property
     def total_sequences(self) -> int:
@@ -570,6 +583,7 @@ class _ShardWriter:
             "padding": self.files(f"{name}.padding.npy", _npy_bytes(padding)),
         }
         padded = int(padding.sum())
+        self.runs = merge_runs([*self.runs, *self._phase_runs(pieces, count)])
         self.shards.append({
             "name": name, "files": files, "first_sequence": self.written, "sequences": count,
             "tokens": count * self.seq_len - padded, "padding_tokens": padded,
@@ -577,6 +591,22 @@ class _ShardWriter:
             "occurrences_ending": int(np.count_nonzero(pieces.last))})
         self.written += count
         self.filled = 0
+
+    def _phase_runs(self, pieces: _Pieces, count: int) -> list[PhaseRun]:
+        """The current shard's sequences as runs of the same phases (`PhaseRun`)."""
+        phase = pc.index_in(pieces.phase, value_set=self.phases).to_numpy(zero_copy_only=False)
+        tokens = np.zeros((count, len(self.phases)), dtype=np.int64)
+        np.add.at(tokens, (pieces.sequence - self.written, phase.astype(np.int64)),
+                  pieces.end - pieces.start)
+        present = tokens > 0
+        starts = np.flatnonzero(np.r_[True, np.any(present[1:] != present[:-1], axis=1)])
+        sums = np.add.reduceat(tokens, starts, axis=0)
+        names = self.phases.to_pylist()
+        return [PhaseRun(tuple(n for n, t in zip(names, total, strict=True) if t),
+                         self.written + int(start), self.written + int(end),
+                         tuple(int(t) for t in total if t))
+                for start, end, total in zip(starts, [*starts[1:], count], sums.tolist(),
+                                             strict=True)]
 
     def close(self) -> dict[str, Any]:
         if self.filled:
@@ -740,6 +770,38 @@ class _BestFitPacker:
 # --- accounting and the manifest -------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class PhaseRun:
+    """Consecutive sequences [first, end) holding tokens of `phases` (in the recipe's order),
+    `tokens[i]` of `phases[i]`."""
+
+    phases: tuple[str, ...]
+    first: int
+    end: int
+    tokens: tuple[int, ...]
+
+    def entry(self) -> dict[str, Any]:
+        return {"phases": list(self.phases), "first_sequence": self.first,
+                "end_sequence": self.end, "tokens": dict(zip(self.phases, self.tokens,
+                                                             strict=True))}
+
+
+def merge_runs(runs: Iterable[PhaseRun]) -> list[PhaseRun]:
+    """`runs` (in sequence order) with adjacent runs of the same phases joined: a shard's or a
+    range's edge is no edge of the curriculum."""
+    merged: list[PhaseRun] = []
+    for run in runs:
+        last = merged[-1] if merged else None
+        if last is not None and last.phases == run.phases and last.end == run.first:
+            merged[-1] = PhaseRun(run.phases, last.first, run.end,
+                                  tuple(a + b for a, b in zip(last.tokens, run.tokens,
+                                                              strict=True)))
+        else:
+            merged.append(run)
+    return merged
+
+
+
 class _Accounting:
     """Tokens (EOS included) and occurrences per source, phase and licence, and per source
     within each phase (what the mix's share gate compares with the recipe's targets)."""
@@ -770,6 +832,7 @@ def library_versions() -> dict[str, str]:
 def _manifest(
     settings: ShardSettings, info: BuildInfo, tokenizer: PinnedTokenizer,
     shards: list[dict[str, Any]], spans: dict[str, Any], accounting: _Accounting,
+    runs: Sequence[PhaseRun],
 ) -> dict[str, Any]:
     padding = sum(s["padding_tokens"] for s in shards)
     return {
@@ -779,6 +842,7 @@ def _manifest(
         "tokenizer": {"sha256": tokenizer.sha256, "vocab_size": tokenizer.vocab_size},
         "dtype": tokenizer.dtype.name, "eos_id": tokenizer.eos_id, "pad_id": tokenizer.pad_id,
         "libraries": library_versions(), "shards": shards, "spans": spans,
+        "shuffle": settings.shuffle, "curriculum": [run.entry() for run in runs],
         "totals": {"sequences": sum(s["sequences"] for s in shards),
                    "tokens": sum(s["tokens"] for s in shards), "padding_tokens": padding,
                    "padded_sequences": sum(s["padded_sequences"] for s in shards),
@@ -841,7 +905,8 @@ def build_shards(
             timer.time("pack_and_write", packer.add, _Docs.of(batch), tokens, lengths)
     timer.time("pack_and_write", packer.finish)
     spans = timer.time("pack_and_write", writer.close)
-    manifest = _manifest(settings, info, tokenizer, writer.shards, spans, accounting)
+    manifest = _manifest(settings, info, tokenizer, writer.shards, spans, accounting,
+                         writer.runs)
     timer.time("manifest", _write_file, directory / MANIFEST, manifest_bytes(manifest))
     return ShardBuild(directory, manifest, dict(timer.seconds))
 
@@ -1128,16 +1193,16 @@ def _worker_tokenizer(source: _TokenizerSource) -> PinnedTokenizer:
 class _RangeBuilder:
     """Builds one range's shards (`.bin`, `.idx`, `.padding.npy` straight to their keys in the
     output store) and its span rows (objects under the range's work prefix); returns the
-    shards' manifest entries and the number of span objects. Nothing stays on the machine
-    that ran it. Memory: one bucket's rows (`bucket_bytes` of text), one tokenization batch
-    and one shard's tokens (twice while it is uploaded)."""
+    shards' manifest entries, the number of span objects and its phase runs. Nothing stays on
+    the machine that ran it. Memory: one bucket's rows (`bucket_bytes` of text), one
+    tokenization batch and one shard's tokens (twice while it is uploaded)."""
 
     buckets: Buckets
     output: _StoreFiles
     settings: ShardSettings
     tokenizer: _TokenizerSource
 
-    def __call__(self, task: _Range) -> tuple[list[dict[str, Any]], int]:
+    def __call__(self, task: _Range) -> tuple[list[dict[str, Any]], int, list[PhaseRun]]:
         tokenizer = _worker_tokenizer(self.tokenizer)
         seq_len = self.settings.seq_len
         spans = _SpanParts(self.buckets.store, task.spans)
@@ -1160,7 +1225,7 @@ class _RangeBuilder:
         elif len(packer.tail):
             raise AssertionError("a range that is not the last ended inside a sequence")
         writer.close()
-        return writer.shards, spans.parts
+        return writer.shards, spans.parts, writer.runs
 
 
 def _row_batches(rows: pa.Table, settings: ShardSettings) -> Iterator[pa.Table]:
@@ -1271,15 +1336,17 @@ def _build_ranges(
     builder = _RangeBuilder(plan.buckets, _StoreFiles(store, prefix), settings,
                             _TokenizerSource.of(tokenizer))
     results = timer.time("ranges", map_tasks, builder, ranges, workers)
-    shards = [entry for entries, _ in results for entry in entries]
+    shards = [entry for entries, _, _ in results for entry in entries]
     keys = [_span_part(task.spans, number)
-            for task, (_, parts) in zip(ranges, results, strict=True) for number in range(parts)]
+            for task, (_, parts, _) in zip(ranges, results, strict=True)
+            for number in range(parts)]
     with tempfile.TemporaryDirectory(prefix="spans-",
                                      dir=current_budget().spill_directory) as folder:
         path = Path(folder) / SPANS
         spans = timer.time("spans", _merge_spans, plan.buckets.store, keys, path)
         timer.time("spans", store.write_file, _join(prefix, SPANS), path)
-    manifest = _manifest(settings, info, tokenizer, shards, spans, plan.accounting)
+    manifest = _manifest(settings, info, tokenizer, shards, spans, plan.accounting,
+                         merge_runs(run for _, _, runs in results for run in runs))
     timer.time("manifest", store.write_bytes, _join(prefix, MANIFEST), manifest_bytes(manifest))
     return manifest, dict(timer.seconds)
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shutil
 from pathlib import Path
 
 import yaml
@@ -134,8 +137,34 @@ def test_the_summary_follows_the_pipeline_and_reports_the_shards(sample_run) -> 
     shards = dataset["shards"]["note"]
     tokens = shards.split(" tokens in ")[0]
     assert int(tokens.replace(",", "")) > 0
-    assert dataset["report"]["note"].startswith(f"{tokens} tokens in the shards")
-    assert "0 shards" not in dataset["report"]["note"]
+    # The report names the same dataset: its line repeats the shards' figures, then its path.
+    assert dataset["report"]["note"].startswith(f"{shards}: ")
+
+
+_DATASET_NOTE = re.compile(r"([\d,]+) tokens in ([\d,]+) shards, version (\w+)")
+
+
+def test_the_report_line_shows_the_shard_manifests_totals(sample_run, tmp_path: Path,
+                                                           monkeypatch) -> None:
+    """`corpus backfill --jobs dataset` on a copy of the session's sample deployment (data and
+    instance): the summary's report line gives the tokens and shards of the manifest it built."""
+    folder = tmp_path / "deploy"
+    for name in ("data", "home", "recipes"):
+        shutil.copytree(sample_run.base / name, folder / name)
+    shutil.copyfile(sample_run.pipeline_path, folder / "pipeline.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(folder / "home"))
+    monkeypatch.chdir(folder)
+    result = runner.invoke(app, ["backfill", "--jobs", "dataset", "--force", "--workers", "0"])
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[0]: line for line in result.output.split("\nstage ", 1)[1].splitlines()
+             if line.strip()}
+    figures = _DATASET_NOTE.search(lines["report"])
+    assert figures is not None, lines["report"]
+    tokens, shards, version = figures.groups()
+    manifest = json.loads((folder / "data" / "shards" / version / "manifest.json").read_text())
+    assert int(tokens.replace(",", "")) == manifest["totals"]["tokens"] > 0
+    assert int(shards.replace(",", "")) == len(manifest["shards"]) > 0
+    assert _DATASET_NOTE.search(lines["shards"]).groups() == figures.groups()
 
 
 def test_init_writes_a_deployment_for_your_own_warc_folder(tmp_path: Path, monkeypatch) -> None:

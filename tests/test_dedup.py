@@ -42,10 +42,12 @@ from curation.graph import (
     MINHASH_SIGNATURES,
     URL_DEDUP,
 )
+from curation.minhash import SIGNATURE_COLUMN, MinHashSettings, signatures, signatures_table
 from curation.partition import Manifest, PartitionLayout
 from curation.stages.base import DocumentsInput
 from curation.stages.dedup import run_cross_dedup, run_partition_dedup
 from curation.storage import LocalStore, parquet_bytes, write_parquet_file
+from curation.text import split_text
 from curation.urls import canonical_url
 
 BANDS = [f"band_{b:02d}" for b in range(14)]
@@ -505,7 +507,8 @@ def test_streamed_parquet_file_has_parquet_bytes_layout(tmp_path: Path) -> None:
 
 def _documents(partition: str, documents: int, seed: int) -> tuple[list[pa.Table], pa.Table]:
     """Three documents parts (URL, exact-text and boilerplate-line duplicates, some copied
-    from partition `A`) and the partition's band hashes (a few shared values)."""
+    from partition `A`) and the partition's band hashes (a few shared values) with the texts'
+    compact signatures (for the verified near-duplicate default)."""
     rng = random.Random(seed)
     pool = random.Random(0)
     texts = ["\n".join(f"line {pool.getrandbits(40)} of text {t}" for _ in range(4))
@@ -526,7 +529,10 @@ def _documents(partition: str, documents: int, seed: int) -> tuple[list[pa.Table
              range(0, documents, documents // 3 + 1)]
     bands = {row["doc_id"]: {b: rng.randrange(40) for b in BANDS if rng.random() < 0.02}
              for row in rows}
-    return parts, band_table(bands, seed)
+    sigs = signatures([split_text(row["text"]) for row in rows], MinHashSettings())
+    compact = signatures_table(list(bands), np.zeros((len(rows), 0), np.uint64), sigs)
+    return parts, band_table(bands, seed).append_column(
+        compact.schema.field(SIGNATURE_COLUMN), compact[SIGNATURE_COLUMN])
 
 
 def _write_partition(store: LocalStore, asset: str, partition: str,

@@ -1,6 +1,7 @@
 """The partition dedup stages' grouping as map and reduce tasks over the exchange: for any
 bucket count and worker count, the outputs are the bytes the single-session grouping gives
-(exact keys, URLs with nulls, band buckets with hot-bucket capping, an empty partition)."""
+(exact keys, URLs with nulls, band buckets with hot-bucket capping, near-duplicate candidates
+verified by signature or not, an empty partition)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from curation.duck import (
     register_table,
 )
 from curation.graph import DEDUP_CLUSTERS, DOCUMENTS, EXACT_DEDUP, MINHASH_SIGNATURES, URL_DEDUP
+from curation.minhash import SIGNATURE_COLUMN, signatures_table
 from curation.partition import PartitionLayout
 from curation.stages.base import DocumentsInput
 from curation.stages.dedup import (
@@ -40,7 +42,26 @@ from curation.tasks import TaskOutput
 from tests.test_dedup import BANDS, _write_partition
 
 SETTINGS = DedupSettings(max_bucket_size=40)
+PARITY = DedupSettings(max_bucket_size=40, near_dup_verification="none")
 HOT = 7  # band_03's value for a fifth of the documents: a bucket over the cap
+PERMUTATIONS = 112
+
+
+def _signatures(ids: list[str], seed: int) -> np.ndarray:
+    """Compact-signature material for verification: families whose members keep each row of
+    their family's signature with a drawn probability (0.3 to 1: some pass the threshold, some
+    not), a fifth of the documents sharing their first rows (a hot bucket in the first
+    re-banded band), the rest random."""
+    rng = np.random.default_rng(seed)
+    sigs = rng.integers(0, 2**63, size=(len(ids), PERMUTATIONS), dtype=np.uint64)
+    bases = rng.integers(0, 2**63, size=(max(1, len(ids) // 6), PERMUTATIONS), dtype=np.uint64)
+    for i in range(len(ids)):
+        if rng.random() < 0.5:
+            keep = rng.random(PERMUTATIONS) < rng.uniform(0.3, 1.0)
+            sigs[i, keep] = bases[rng.integers(len(bases)), keep]
+        if rng.random() < 0.2:
+            sigs[i, :SETTINGS.near_dup_rows] = HOT
+    return sigs
 
 
 def _partition(store: LocalStore, partition: str, documents: int, seed: int) -> None:
@@ -78,12 +99,16 @@ def _partition(store: LocalStore, partition: str, documents: int, seed: int) -> 
         bands[band] = values
     signatures = pa.table({"doc_id": ids, **{b: pa.array(v, pa.uint64())
                                              for b, v in bands.items()}})
+    compact = signatures_table(ids, np.zeros((len(ids), 0), np.uint64), _signatures(ids, seed))
+    signatures = signatures.append_column(compact.schema.field(SIGNATURE_COLUMN),
+                                          compact[SIGNATURE_COLUMN])
     half = documents // 2
     _write_partition(store, MINHASH_SIGNATURES, partition,
                      [signatures.slice(0, half), signatures.slice(half)] if documents else [])
 
 
-def _single_session(store: LocalStore, stage: str, partition: str) -> TaskOutput:
+def _single_session(store: LocalStore, stage: str, partition: str,
+                    settings: DedupSettings) -> TaskOutput:
     """The stage as one DuckDB session grouping the whole partition (the oracle)."""
     key = _KEY_COLUMNS.get(stage)
     with _work_area(store, PartitionLayout(store, stage, partition)) as work:
@@ -94,7 +119,8 @@ def _single_session(store: LocalStore, stage: str, partition: str) -> TaskOutput
                 register_table(con, "signatures",
                                PartitionLayout(store, MINHASH_SIGNATURES, partition))
                 clusters = near_duplicate_clusters_sql(
-                    con, "signatures", "clusters", max_bucket_size=SETTINGS.max_bucket_size)
+                    con, "signatures", "clusters", max_bucket_size=settings.max_bucket_size,
+                    verification=settings.verification())
             else:
                 register_parts(con, "keys", store, files.keys[partition], schema=KEYS_SCHEMA)
                 clusters = key_clusters_sql(con, "keys", key, "clusters")
@@ -121,16 +147,21 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LocalStore:
     return store
 
 
-@pytest.mark.parametrize("stage", [URL_DEDUP, EXACT_DEDUP, DEDUP_CLUSTERS])
+@pytest.mark.parametrize(("stage", "settings"), [
+    (URL_DEDUP, SETTINGS), (EXACT_DEDUP, SETTINGS), (DEDUP_CLUSTERS, SETTINGS),
+    (DEDUP_CLUSTERS, PARITY)])
 def test_any_bucket_and_worker_count_gives_the_single_sessions_bytes(
-        store: LocalStore, stage: str) -> None:
-    expected = _result(_single_session(store, stage, "P"))
+        store: LocalStore, stage: str, settings: DedupSettings) -> None:
+    expected = _result(_single_session(store, stage, "P", settings))
     part, _, stats = expected
     assert len(part) > 0 and stats["rejects"], stage  # a real test: duplicates found
     if stage == DEDUP_CLUSTERS:
         assert stats["counts"]["hot_buckets"] >= 1 and stats["counts"]["capped_members"] > 0
+        # Verification compares candidates and drops some; parity has none to compare.
+        verified = settings.verification() is not None
+        assert (stats["counts"]["candidate_pairs"] > stats["counts"]["clusters"]) == verified
     for buckets, workers in ((1, 0), (7, 0), (7, 2), (None, 0)):
-        output = ClusterWork(DocumentsInput(store, "P"), stage, SETTINGS, workers, buckets)(0)
+        output = ClusterWork(DocumentsInput(store, "P"), stage, settings, workers, buckets)(0)
         if buckets:  # the grouping did run per bucket, every bucket holding some keys
             assert output.stats.counts["exchange_buckets"] == buckets
         assert _result(output) == expected, (buckets, workers)
@@ -148,4 +179,5 @@ def test_an_empty_partition_gives_empty_outputs(store: LocalStore, stage: str) -
     assert pq.read_table(pa.BufferReader(decisions)).num_rows == 0
     assert stats["records_in"] == 0 and stats["counts"]["clusters"] == 0
     if stage != DEDUP_CLUSTERS:
-        assert (part, decisions, stats) == _result(_single_session(store, stage, "E"))
+        assert (part, decisions, stats) == _result(_single_session(store, stage, "E",
+                                                                   SETTINGS))

@@ -391,6 +391,110 @@ def test_settings_are_strict_frozen_and_switchable() -> None:
     assert ann.suite_reason["gopher_quality"] == [None]
 
 
+# --- Gopher's alpha-word rule: datatrove's token words or the paper's whitespace words -------
+
+# Dialogue: every quote mark, comma and full stop is a letterless spaCy token, while each
+# whitespace word ("Lizzy.", '"No,"') holds a letter.
+DIALOGUE = "\n".join([
+    "Jane came down to breakfast late, and found her sister already at the window.",
+    '"Are you going to the ball tonight?" asked Jane.',
+    '"No," said Lizzy. "I have letters to write."',
+    '"Letters? To whom?"',
+    '"To my aunt, and to the Collinses."',
+    '"You are too good to them, Lizzy."',
+    '"Perhaps. But I promised, and a promise is a promise."',
+    "Jane laughed and took her seat by the fire with the rest of the family.",
+    '"Then I shall go alone," said Jane, "and tell you all about it."',
+    '"Do," said Lizzy, smiling. "I want to hear everything."',
+    '"Even about Mr. Darcy?"',
+    '"Especially about him, if he dances with anyone at all."',
+])
+
+
+def _alpha(text: str) -> tuple[float | None, float | None]:
+    """(datatrove's ratio, the paper's ratio) of one document."""
+    signals = one(text).signals
+    return (signals["gopher_alpha_words_frac"][0],
+            signals["gopher_alpha_words_frac_whitespace"][0])
+
+
+def _has_letter(word: str) -> bool:
+    return any(ch.isalpha() for ch in word)
+
+
+@pytest.mark.parametrize(
+    ("text", "datatrove", "paper"),
+    [
+        # " Yes , " said she . : 3 of 7 tokens have a letter; every whitespace word has one.
+        ('"Yes," said she.', 3 / 7, 1.0),
+        # Score : 3 - 1 ( 2 - 0 ) . : one token of 11; "Score:" of three whitespace words.
+        ("Score: 3-1 (2-0).", 1 / 11, 1 / 3),
+        ("don't stop -- 42", 3 / 5, 2 / 4),
+        ("", None, None),
+        ("   \n ", None, None),
+    ],
+)
+def test_alpha_word_counts_on_small_strings(text: str, datatrove: float | None,
+                                            paper: float | None) -> None:
+    assert _alpha(text) == (pytest.approx(datatrove), pytest.approx(paper))
+    # Each definition spelled out directly, on the words it counts.
+    tokens, words = split_words(text), text.split()
+    if tokens:
+        assert _alpha(text)[0] == pytest.approx(sum(map(_has_letter, tokens)) / len(tokens))
+    if words:
+        assert _alpha(text)[1] == pytest.approx(sum(map(_has_letter, words)) / len(words))
+
+
+@pytest.mark.parametrize("text", [
+    DIALOGUE,
+    "Visit https://example.com/a-b?c=d now!!! 10km, 5pm; $5.00 (e.g. this).",
+    "这是中文。 日本語の文 123 ４５６ émigré naïve — «citation» 🙂 ★★★",
+    "ROMEO:\nBut, soft! what light through yonder window breaks?\nJULIET:\nAy me!",
+])
+def test_whitespace_ratio_is_the_share_of_whitespace_words_with_a_letter(text: str) -> None:
+    words = text.split()
+    assert _alpha(text)[1] == pytest.approx(sum(map(_has_letter, words)) / len(words))
+
+
+def test_dialogue_is_dropped_by_datatrove_words_and_kept_by_the_papers() -> None:
+    datatrove, paper = _alpha(DIALOGUE)
+    assert datatrove < 0.8 <= paper
+    default = one(DIALOGUE)
+    assert default.reason == ["gopher_quality.below_alpha_threshold"]
+    assert default.value == [pytest.approx(datatrove)] and default.keep == [False]
+    settings = HeuristicsSettings(gopher_quality=GopherQualitySettings(alpha_words="gopher_paper"))
+    assert settings.gopher_quality.alpha_signal == "gopher_alpha_words_frac_whitespace"
+    papers = one(DIALOGUE, settings=settings)
+    assert papers.keep == [True] and papers.suite_reason["gopher_quality"] == [None]
+    # Both ratios are stored under either setting (a recipe re-thresholds either).
+    assert papers.signals == default.signals
+    # The paper's threshold still drops text whose whitespace words lack letters.
+    scores = "\n".join(["Manchester 3-1 Tottenham, Liverpool 2-0 Everton, Newcastle 1-1 "
+                        "Brighton."] * 8)
+    assert one(scores, settings=settings).suite_reason["gopher_quality"] == [
+        "gopher_quality.below_alpha_threshold"]
+
+
+def test_the_alpha_word_setting_is_validated() -> None:
+    with pytest.raises(ValidationError, match="gopher_quality.alpha_words"):
+        HeuristicsSettings.model_validate({"gopher_quality": {"alpha_words": "whitespace"}})
+
+
+def test_dialogue_heavy_fiction_from_the_books(shared_data: Path) -> None:
+    """A chapter of dialogue from A Room with a View: datatrove's words drop it, the paper's
+    keep it."""
+    raw = (shared_data / "sources/books_gutenberg/pg2641.txt").read_bytes().decode("cp1252")
+    text = raw.replace("\r\n", "\n")
+    start = text.index("\nChapter I\n")  # the chapter, not the table of contents
+    chapter = text[start:text.index("\nChapter II\n", start)]
+    assert chapter.count("“") > 100  # dialogue-heavy
+    datatrove, paper = _alpha(chapter)
+    assert datatrove < 0.8 <= paper
+    settings = HeuristicsSettings(gopher_quality=GopherQualitySettings(alpha_words="gopher_paper"))
+    assert one(chapter).suite_reason["gopher_quality"] == ["gopher_quality.below_alpha_threshold"]
+    assert one(chapter, settings=settings).suite_reason["gopher_quality"] == [None]
+
+
 def test_annotations_to_arrow_and_counts() -> None:
     docs = [("", "en"), ("\n".join([SENTENCE] * 6), "en"), (_words_doc(80) + ".", "en")]
     ann = annotate(docs)

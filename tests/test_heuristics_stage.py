@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.config import DocumentsSettings, LanguageSettings
-from curation.heuristics import HeuristicsSettings, annotate
+from curation.graph import DOCUMENTS, HEURISTICS, LANGUAGE
+from curation.heuristics import GopherQualitySettings, HeuristicsSettings, annotate
 from curation.minhash import MinHashSettings
-from curation.partition import PartitionLayout
+from curation.partition import Manifest, PartitionLayout
 from curation.stages.base import DocumentsInput
 from curation.stages.documents import run_documents
 from curation.stages.heuristics import run_heuristics
@@ -54,3 +56,39 @@ def test_stage_matches_the_kernel_and_explains_every_drop(shared_data: Path,
     assert edits.num_rows == result.stats.counts["edits"] > 0
     assert set(edits["doc_id"].to_pylist()) <= set(docs["doc_id"].to_pylist())
     assert set(edits["stage"].to_pylist()) == {"heuristics.c4"}
+
+
+def _write(store: LocalStore, asset: str, table: pa.Table) -> None:
+    layout = PartitionLayout(store, asset, "P")
+    layout.write_manifest(Manifest(asset, "P", "v1", [layout.write_part(0, table)]))
+
+
+def test_the_alpha_word_setting_switches_the_stages_decision(tmp_path: Path) -> None:
+    """The same documents through the stage under each definition: the dialogue is dropped
+    by datatrove's token words and kept by the paper's whitespace words; a one-line document
+    is dropped by both for another rule; every run stores both ratios."""
+    from tests.test_heuristics import DIALOGUE, SENTENCE
+
+    texts = {"dialogue": DIALOGUE, "line": SENTENCE}
+    tables = {}
+    for definition in ("datatrove", "gopher_paper"):
+        store = LocalStore(str(tmp_path / definition))
+        _write(store, DOCUMENTS, pa.table({"doc_id": list(texts), "text": list(texts.values())}))
+        _write(store, LANGUAGE, pa.table({"doc_id": list(texts), "language": ["en", "en"]}))
+        settings = HeuristicsSettings(
+            gopher_quality=GopherQualitySettings(alpha_words=definition))
+        result = run_heuristics(DocumentsInput(store, "P"), settings, MinHashSettings(), 0)
+        layout = PartitionLayout(store, HEURISTICS, "P")
+        tables[definition] = layout.read_table()
+        decisions = layout.read_table(name="decisions").to_pylist()
+        assert result.stats.docs_out == pc.sum(tables[definition]["keep"]).as_py()
+        tables[definition, "decisions"] = {row["doc_id"]: row["reason"] for row in decisions}
+    line_rule = "gopher_repetition.top_4_gram_char_frac"
+    assert tables["datatrove"]["keep"].to_pylist() == [False, False]
+    assert tables["datatrove", "decisions"] == {
+        "dialogue": "gopher_quality.below_alpha_threshold", "line": line_rule}
+    assert tables["gopher_paper"]["keep"].to_pylist() == [True, False]
+    assert tables["gopher_paper", "decisions"] == {"line": line_rule}
+    for column in ("gopher_alpha_words_frac", "gopher_alpha_words_frac_whitespace"):
+        assert tables["datatrove"][column].equals(tables["gopher_paper"][column])
+    assert tables["datatrove"]["gopher_alpha_words_frac_whitespace"].to_pylist()[0] == 1.0

@@ -8,17 +8,21 @@ import subprocess
 import sys
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from pydantic import ValidationError
 
 from curation import minhash
 from curation.minhash import (
     EMPTY_SIGNATURE,
+    SIGNATURE_COLUMN,
     MinHashSettings,
     band_hashes,
     candidate_probability,
     jaccard,
+    row_agreement,
     shingle_hashes,
+    signature_rows,
     signatures,
     signatures_from_shingles,
     signatures_table,
@@ -248,3 +252,25 @@ def test_candidate_rate_follows_the_lsh_curve_on_real_text(shared_data) -> None:
         # Each signature row agrees with probability Jaccard (the MinHash estimator).
         agreement = np.mean([r.agreement[kind] for r in results])
         assert agreement == pytest.approx(np.mean([r.jaccard for r in results]), abs=0.01)
+
+
+def test_stored_compact_signature_round_trips_and_estimates_jaccard() -> None:
+    """The `signature` column keeps the low 16 bits of every row; the share of agreeing rows
+    estimates the Jaccard of the shingle sets (within 4 standard errors at 112 rows)."""
+    words = TEXT.split() * 3
+    edited = list(words)
+    edited[5:9] = ["changed", "words", "in", "place"]
+    texts = [" ".join(words), " ".join(edited)]
+    splits = [split_text(t) for t in texts]
+    sigs = signatures(splits, DEFAULT)
+    table = signatures_table(["a", "b"], band_hashes(sigs, DEFAULT), sigs)
+    assert table.schema.field(SIGNATURE_COLUMN).type == pa.binary(224)
+    rows = signature_rows(table[SIGNATURE_COLUMN], DEFAULT.permutations)
+    assert (rows == (sigs & np.uint64(0xFFFF)).astype(np.uint16)).all()
+    sliced = signature_rows(table.slice(1)[SIGNATURE_COLUMN], DEFAULT.permutations)
+    assert (sliced == rows[1:]).all()
+    j = jaccard(*(shingle_hashes(s, DEFAULT) for s in splits))
+    estimate = row_agreement(rows[:1], rows[1:])[0]
+    assert 0 < j < 1 and abs(estimate - j) <= 4 * np.sqrt(j * (1 - j) / DEFAULT.permutations)
+    with pytest.raises(ValueError, match="fixed_size_binary"):
+        signature_rows(table["doc_id"], DEFAULT.permutations)

@@ -3,21 +3,28 @@ self-contained page, the `report` asset's metadata, and the CLI (`corpus report`
 
 from __future__ import annotations
 
+import json
 import re
 import types
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from dagster import AssetKey
 from typer.testing import CliRunner
 
 from corpus_cli.main import app
-from curation.config import load_pipeline, load_recipe
-from curation.mix import RULES
+from curation.config import SOURCE_PREFIX, load_pipeline, load_recipe
+from curation.graph import ALL, CROSS_DEDUP, CURATED_DEDUP, PARTITION_DEDUP
+from curation.loader import served_phases
+from curation.mix import RULES, duplicate_groups
 from curation.partition import PartitionLayout
 from curation.report import (
+    BEFORE_QUALITY,
     DOCUMENT_STAGES,
+    DUPLICATE_BUCKETS,
     EDITS,
     INGEST,
     PIPELINE_STAGES,
@@ -31,11 +38,12 @@ from curation.report import (
     build_report,
     report_key,
 )
+from curation.stages.dataset import curated_sources
 from curation.storage import LocalStore
 
 PARTITIONS = ["SAMPLE-01", "SAMPLE-02", "source:reference"]
-SECTIONS = ("summary", "funnel", "removals", "languages", "quality", "clusters", "mixture",
-            "samples")
+SECTIONS = ("summary", "funnel", "removals", "languages", "quality", "clusters",
+            "duplicate_removals", "served_phases", "mixture", "samples")
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +51,9 @@ def built(sample_run):
     pipeline = load_pipeline(sample_run.pipeline_path)
     recipe = load_recipe(sample_run.base / "recipes" / "sample.yaml", pipeline)
     store = LocalStore(str(sample_run.root))
-    return types.SimpleNamespace(store=store, recipe=recipe, report=build_report(store, recipe))
+    curated = curated_sources(pipeline, recipe)
+    return types.SimpleNamespace(store=store, recipe=recipe, curated=curated,
+                                 report=build_report(store, recipe, curated_sources=curated))
 
 
 def test_the_report_has_every_section(built) -> None:
@@ -80,7 +90,7 @@ def test_the_report_has_every_section(built) -> None:
     assert all(png.startswith(b"\x89PNG") for png in built.report.images.values())
     page = built.report.html
     for anchor in ("funnel", "removals", "languages", "quality", "clusters", "mixture",
-                   "samples"):
+                   "phases", "samples"):
         assert f'id="{anchor}"' in page
     assert page.count("data:image/png;base64,") == len(PLOTS)
 
@@ -141,6 +151,93 @@ def test_the_funnel_adds_up(built, sample_run) -> None:
     assert data["summary"]["occurrences"] == mix.rows
 
 
+def _recipe_groups(store: LocalStore, curated: list[str], doc_ids: pa.Array) -> dict[str, int]:
+    """doc_id -> the size of its duplicate group among `doc_ids`, recomputed in memory from
+    every stored cluster table the mix links (a curated partition: exact duplicates only)."""
+    memberships = [PartitionLayout(store, asset, partition).read_table(["doc_id", "cluster_id"],
+                                                                       name="part")
+                   for partition in PARTITIONS for asset in PARTITION_DEDUP
+                   if partition.removeprefix(SOURCE_PREFIX) not in curated
+                   or asset == CURATED_DEDUP]
+    memberships.append(PartitionLayout(store, CROSS_DEDUP, ALL).read_table(
+        ["doc_id", "cluster_id"], name="part"))
+    groups = duplicate_groups(doc_ids, memberships).to_pylist()
+    sizes = {group: groups.count(group) for group in set(groups)}
+    return {doc: sizes[group] for doc, group in zip(doc_ids.to_pylist(), groups, strict=True)}
+
+
+def test_duplicate_removals_per_cluster_size_match_the_mix(built) -> None:
+    """Per size bucket, the documents the mix's `duplicate` rule removed and their tokens,
+    recomputed from the stored decisions, the stored clusters and the documents' text."""
+    store, data = built.store, built.report.data
+    layout = PartitionLayout(store, "mix", "sample")
+    decisions = layout.read_table(["doc_id", "partition", "rule", "kept_doc_id"],
+                                  name="decisions")
+    size = _recipe_groups(store, built.curated, decisions["doc_id"].combine_chunks())
+    rates = layout.complete_manifest().extra["bytes_per_token"]
+    removed = decisions.filter(pc.equal(decisions["rule"], "duplicate")).to_pylist()
+    assert len(removed) == layout.complete_manifest().extra["funnel"]["duplicate"] > 0
+    tokens: dict[str, int] = {}
+    for partition in PARTITIONS:
+        documents = PartitionLayout(store, "documents", partition).read_table(
+            ["doc_id", "source", "text"], name="part").to_pylist()
+        tokens |= {d["doc_id"]: max(1, int(np.rint(len(d["text"].encode()) / rates.get(
+            d["source"], 4.0)))) for d in documents}
+    expected = {bucket: [0, 0] for bucket in DUPLICATE_BUCKETS}
+    for row in removed:
+        assert size[row["doc_id"]] == size[row["kept_doc_id"]] >= 2  # the same group
+        bucket = next(b for b in DUPLICATE_BUCKETS
+                      if b[0] <= size[row["doc_id"]] <= (b[1] or size[row["doc_id"]]))
+        expected[bucket][0] += 1
+        expected[bucket][1] += tokens[row["doc_id"]]
+    rows = data["duplicate_removals"]
+    assert [r["bucket"] for r in rows] == ["2", "3-4", "5-10", "11-100", "101+"]
+    assert {(r["min_size"], r["max_size"]): [r["documents"], r["tokens"]] for r in rows} == \
+        expected
+    assert sum(1 for r in rows if r["documents"]) >= 2  # the sample has groups of several sizes
+    page = built.report.html
+    assert "Removed by the recipe's duplicate rule" in page
+
+
+def test_the_quality_histogram_counts_duplicates_before_the_cut(built) -> None:
+    """Duplicate precedes quality in the mix: a duplicate never counts as above the cutoff."""
+    assert "duplicate" in BEFORE_QUALITY and "quality" not in BEFORE_QUALITY
+    assert BEFORE_QUALITY == set(RULES[:RULES.index("quality")])
+    store, quality = built.store, built.report.data["quality"]
+    decisions = PartitionLayout(store, "mix", "sample").read_table(["doc_id", "rule"],
+                                                                   name="decisions")
+    rule = dict(zip(decisions["doc_id"].to_pylist(), decisions["rule"].to_pylist(),
+                    strict=True))
+    scored = []
+    for partition in PARTITIONS:
+        layout = PartitionLayout(store, "quality_scores", partition)
+        if layout.read_manifest() is None:
+            continue
+        scores = layout.read_table(["doc_id"], name="part")["doc_id"].to_pylist()
+        documents = PartitionLayout(store, "documents", partition).read_table(
+            ["doc_id", "source"], name="part").to_pylist()
+        web = {d["doc_id"] for d in documents if d["source"] == "web"}
+        scored += [doc for doc in scores if doc in web]
+    above = sum(1 for doc in scored if rule[doc] not in BEFORE_QUALITY | {"quality"})
+    assert sum(quality["histogram"]["above the cutoff"]) == above
+    assert sum(quality["histogram"]["removed before the cutoff"]) >= sum(
+        1 for doc in scored if rule[doc] == "duplicate") > 0
+
+
+def test_the_phase_order_is_what_the_loader_serves(built) -> None:
+    store, data = built.store, built.report.data
+    prefix = PartitionLayout(store, "shards", "sample").complete_manifest().extra["prefix"]
+    manifest = json.loads(store.read_bytes(f"{prefix}/manifest.json"))
+    served = data["served_phases"]
+    assert served["shuffle"] == manifest["shuffle"] == "within_phase"
+    assert [(r["phase"], r["first_sequence"], r["end_sequence"], r["tokens"])
+            for r in served["phases"]] == [tuple(p) for p in served_phases(manifest)]
+    assert sum(r["tokens"] for r in served["phases"]) == manifest["totals"]["tokens"] > 0
+    assert served["phases"][0]["phase"] == "main" and served["phases"][-1]["phase"] == "anneal"
+    assert served["phases"][-1]["end_sequence"] == manifest["totals"]["sequences"]
+    assert 'id="phases"' in built.report.html
+
+
 def test_attribution_counts_a_recipe_override_as_kept() -> None:
     """First failing stage wins; a flagged document the recipe selects is kept, not dropped;
     a takedown comes last."""
@@ -196,7 +293,8 @@ def test_the_asset_materializes_with_metadata(sample_run) -> None:
               if e.event_specific_data.materialization.asset_key == AssetKey("report")]
     assert len(events) == 1
     metadata = {key: value.value for key, value in events[0].metadata.items()}
-    for key in ("funnel", "removals_by_reason", "mixture"):
+    for key in ("funnel", "removals_by_reason", "mixture", "duplicates_by_cluster_size",
+                "served_phases"):
         assert metadata[key].startswith("| ")
     assert "selection.quality" in metadata["funnel"]
     assert metadata["documents_in"] > metadata["documents_out"] > 0

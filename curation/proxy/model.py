@@ -3,6 +3,9 @@ imported only by the functions that need it, so importing this module does not l
 
 **Matched compute.** `train_proxy` trains for `ProxySettings.token_budget` input positions,
 rounded up to whole optimizer steps, whatever the dataset's size (see `curation.proxy.reports`).
+The data follows the build's curriculum as the loader serves it (each phase shuffled on its own,
+phases in the recipe's order, every epoch); a budget that ends inside an epoch takes each phase's
+share of what is left (`SequenceSampler.scaled_epoch`), so the run still ends on the last phase.
 
 **The model.** A pre-LayerNorm decoder-only transformer: learned absolute positions, causal
 self-attention (`scaled_dot_product_attention`), a GELU MLP, no dropout. The output head is an
@@ -37,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from curation.loader import SequenceSampler, ShardDataset
+from curation.loader import SequenceSampler, ShardDataset, sampler_for
 from curation.proxy.reports import ProxySettings
 
 LOG = logging.getLogger(__name__)
@@ -262,14 +265,19 @@ def sequence_windows(
                np.pad(segments[start:stop], (0, pad), constant_values=-1))
 
 
-def _window_stream(dataset: ShardDataset, sampler: SequenceSampler,
-                   window: int) -> Iterator[tuple[np.ndarray, ...]]:
-    """Windows of the sampled sequences, epoch after epoch, forever."""
+def _window_stream(dataset: ShardDataset, sampler: SequenceSampler, window: int,
+                   sequences: int) -> Iterator[tuple[np.ndarray, ...]]:
+    """Windows of `sequences` sampled sequences: whole epochs in the loader's curriculum
+    order, then what is left as a scaled-down epoch (each phase its share, the last phase
+    last), so the budget's end trains on the anneal data as a full run's does."""
     if len(sampler) == 0:
         raise ValueError(f"{dataset.directory}: no sequences to train on")
-    while True:
-        for index in sampler:  # one epoch, then the sampler moves to the next
+    epoch = 0
+    while sequences > 0:
+        order = sampler.scaled_epoch(epoch, sequences)
+        for index in order.tolist():
             yield from sequence_windows(dataset.sample(index), window)
+        sequences, epoch = sequences - len(order), epoch + 1
 
 
 def _learning_rate(settings: ProxySettings, step: int, steps: int) -> float:
@@ -297,8 +305,9 @@ def _optimizer(model: Any, settings: ProxySettings) -> Any:
 
 def train_proxy(shards_dir: str | Path, settings: ProxySettings | None = None) -> TrainedProxy:
     """Trains a fresh proxy on a shard build through the project's loader (`ShardDataset`,
-    `SequenceSampler` keyed by `settings.seed` over all sequences) for `settings.token_budget`
-    input positions, rounded up to whole optimizer steps of `batch_size` windows."""
+    `sampler_for` keyed by `settings.seed` over all sequences, serving the build's curriculum)
+    for `settings.token_budget` input positions, rounded up to whole optimizer steps of
+    `batch_size` windows."""
     settings = settings or ProxySettings()
     torch = import_torch()
     started = time.perf_counter()
@@ -319,8 +328,9 @@ def train_proxy(shards_dir: str | Path, settings: ProxySettings | None = None) -
         model = build_model(vocab_size, settings, rank).to(device)
         model.train()
         optimizer = _optimizer(model, settings)
-        stream = _window_stream(dataset, SequenceSampler(len(dataset), settings.seed,
-                                                         split="all"), window)
+        stream = _window_stream(dataset, sampler_for(dataset, settings.seed, split="all"),
+                                window, math.ceil(steps * settings.batch_size
+                                                  / windows_per_sequence))
         losses: list[float] = []
         loss_tokens = 0
         for step in range(steps):

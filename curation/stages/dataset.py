@@ -306,6 +306,8 @@ def summary(run: MixRun, selected: int, taken: TakenDown, tolerance: float) -> d
             "delivered_tokens": run.achieved_tokens - taken.tokens,
             "planned_share_failures": share_failures(run.shares, tolerance),
             "ran_out": ran_out_notes(run.shares),
+            # per phase and duplicate-group size bucket (recipe `rehydration`; else empty)
+            "rehydration": run.rehydration.to_pylist(),
             "takedown_version": taken.version, "taken_down_documents": len(taken.documents),
             "taken_down_occurrences": taken.occurrences,
             "taken_down_tokens": taken.tokens}

@@ -14,12 +14,20 @@ and write its keyed rows split by bucket (exact keys with the ranking facts; ban
 form, keyed by value and band); reduce tasks group one bucket each in a DuckDB session under
 their share of the budget (`task_settings`), since every row of a key is in one bucket. For
 exact keys a bucket's clusters and kept members are final: the reduce writes its decided rows,
-and the parent's session only sorts them into the outputs. For near duplicates a bucket writes
-its star edges (hot buckets sampled as in `near_duplicate_clusters_sql`); the parent's session
-runs the connected components over all of them and ranks, with the per-part ranking facts the
-workers wrote. The parent's DuckDB session is under the memory budget and its sorted results are
-streamed into local Parquet files (`write_parquet_file`, the bytes `parquet_bytes` gives) that
-the task uploads by streaming. Peak memory: one part in a map task, one bucket within its
+and the parent's session only sorts them into the outputs. For near duplicates under FineWeb
+parity (`near_dup_verification: none`) a bucket writes its star edges (hot buckets sampled as in
+`near_duplicate_clusters_sql`). With verification (the default) the map tasks also send each
+document's compact signature to a second exchange keyed by doc_id; a band bucket writes its
+candidate pairs (`candidate_pairs_sql`) to a third, keyed by `doc_id`; a reduce per doc_id
+bucket attaches that document's signature and re-sends the pair keyed by `other_doc_id`; a last
+reduce per bucket compares the two signatures and writes the pairs that pass
+(`verify_pairs_sql`): one bucket of pairs and signatures per task, and a signature crosses the
+exchange once, not once per band (exchange bytes a document in
+`benchmarks/results/near_dup_recall.md`). The parent's session runs the connected components
+over the edges and ranks, with the per-part ranking facts the workers wrote. The parent's
+DuckDB session is under the memory budget and its sorted results are streamed into local
+Parquet files (`write_parquet_file`, the bytes `parquet_bytes` gives) that the task uploads by
+streaming. Peak memory: one part in a map task, one bucket within its
 DuckDB share in a reduce task, DuckDB's `memory_limit` in the parent (components, final sort),
 one row group in the writer. Outputs do not depend on the bucket or worker count.
 `cross_dedup` has the workers write each part's facts and keys to the work prefix and builds
@@ -48,16 +56,25 @@ from curation.dedup import (
     BAND_ROWS_SCHEMA,
     CLUSTER_SCHEMA,
     EDGE_SCHEMA,
+    PAIR_SCHEMA,
+    SIGNATURE_ROWS_SCHEMA,
+    SIGNED_PAIR_SCHEMA,
     ClusterStats,
     CrossIndex,
     Ranking,
+    Verification,
     band_rows_edges_sql,
     bands_of,
+    candidate_pairs_sql,
     choose_kept_sql,
     edge_clusters_sql,
     key_clusters_sql,
+    rebanded_rows,
+    signature_table,
+    string_hash,
     text_hash,
     url_hash,
+    verify_pairs_sql,
 )
 from curation.duck import (
     ResultFiles,
@@ -81,6 +98,7 @@ from curation.graph import (
     MINHASH_SIGNATURES,
     URL_DEDUP,
 )
+from curation.minhash import SIGNATURE_COLUMN
 from curation.partition import Manifest, PartitionLayout
 from curation.schema import DECISION_SCHEMA
 from curation.stages.base import DocumentsInput
@@ -89,7 +107,7 @@ from curation.stats import StageStats
 from curation.storage import LocalStore, Store, parquet_bytes
 from curation.tasks import PartitionResult, PartitionRun, TaskOutput, hold_locks, run_partition
 
-KERNEL_VERSION = "dedup-1"
+KERNEL_VERSION = "dedup-2"
 URL, EXACT, NEAR, LINES, CROSS = URL_DEDUP, EXACT_DEDUP, DEDUP_CLUSTERS, LINE_DEDUP, CROSS_DEDUP
 REASONS = {URL: "duplicate_url", EXACT: "duplicate_text", NEAR: "near_duplicate",
            CROSS: "cross_partition_duplicate"}
@@ -219,6 +237,7 @@ def _outputs(con: duckdb.DuckDBPyConnection, clusters: ClusterStats, stage: str,
     stats.counts["hot_buckets"] = clusters.hot_buckets
     stats.counts["capped_members"] = clusters.capped_members
     stats.counts["component_rounds"] = clusters.rounds
+    stats.counts["candidate_pairs"] = clusters.candidates
     return TaskOutput({"part": rows, "decisions": decisions}, stats)
 
 
@@ -229,6 +248,9 @@ KEY_ROW_BYTES = 96
 """About what one key row (doc_id, key, source, snapshot, text_chars) takes in DuckDB."""
 BAND_ROW_BYTES = 64
 """About what one long band row (band, value, doc_id) takes in DuckDB."""
+SIGNATURE_ROW_BYTES = 320
+"""About what one document's compact signature row (doc_id, 224 bytes) takes in DuckDB, with
+its share of candidate pairs."""
 _BAND_MIX = 0xD1B54A32D192ED03  # odd: band i's values are moved by i times it, mod 2**64
 
 
@@ -289,13 +311,35 @@ class KeyBucket(_BucketTask):
 class _PartBands:
     """Map task: one `minhash_signatures` part's band hashes in long form (`BAND_ROWS_SCHEMA`,
     nulls left out) into the exchange, split by a key mixing the band's number into the value,
-    so one value in two bands lands in independent buckets. Returns the objects written."""
+    so one value in two bands lands in independent buckets. With a `verification`, the bands
+    are the compact signature re-banded to its shape, and the signatures go to `signed`, keyed
+    by doc_id. Returns the objects written to each."""
 
     layout: PartitionLayout
     exchange: Exchange
+    verification: Verification | None = None
+    signed: Exchange | None = None
 
-    def __call__(self, index: int) -> dict[int, str]:
-        return send_bands(self.layout.read_part(index), f"{index:05d}", self.exchange)
+    def __call__(self, index: int) -> tuple[dict[int, str], dict[int, str]]:
+        part = self.layout.read_part(index)
+        if self.verification is None or self.signed is None:
+            return send_bands(part, f"{index:05d}", self.exchange), {}
+        if SIGNATURE_COLUMN not in part.column_names:
+            raise ValueError(
+                f"{MINHASH_SIGNATURES} of {self.layout.partition} has no {SIGNATURE_COLUMN!r}"
+                " column (written before near-duplicate verification): rematerialize it, or"
+                " set dedup.near_dup_verification: none")
+        rows = rebanded_rows(part, self.verification)
+        signatures = signature_table(part)
+        return (self.exchange.write(f"{index:05d}", rows, band_keys(rows)),
+                self.signed.write(f"{index:05d}", signatures, doc_keys(signatures["doc_id"])))
+
+
+def doc_keys(doc_ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The exchange key of a doc_id (`string_hash`): a candidate pair meets the signatures
+    of its documents in the bucket of the doc_id it is keyed by."""
+    return np.fromiter((string_hash(doc_id) for doc_id in doc_ids.to_pylist()),
+                       dtype=np.uint64, count=len(doc_ids))
 
 
 def send_bands(signatures: pa.Table, label: str, exchange: Exchange) -> dict[int, str]:
@@ -305,13 +349,19 @@ def send_bands(signatures: pa.Table, label: str, exchange: Exchange) -> dict[int
     for band in bands_of(signatures.column_names):
         rows = pa.table({"band": pa.array([band] * len(signatures), pa.string()),
                          "value": signatures[band], "doc_id": signatures["doc_id"]})
-        rows = rows.filter(pc.is_valid(rows["value"])).cast(BAND_ROWS_SCHEMA)
-        shift = np.uint64(int(band.removeprefix("band_")) * _BAND_MIX % 2**64)
-        tables.append((rows, rows["value"].to_numpy() ^ shift))
+        tables.append(rows.filter(pc.is_valid(rows["value"])).cast(BAND_ROWS_SCHEMA))
     if not tables:
         return {}
-    return exchange.write(label, pa.concat_tables([t for t, _ in tables]),
-                          np.concatenate([keys for _, keys in tables]))
+    rows = pa.concat_tables(tables)
+    return exchange.write(label, rows, band_keys(rows))
+
+
+def band_keys(rows: pa.Table) -> np.ndarray:
+    """The exchange key of each long band row: its value moved by its band's number, so one
+    value in two bands lands in independent buckets."""
+    numbers = pc.cast(pc.utf8_slice_codeunits(rows["band"], 5), pa.uint64()).to_numpy()
+    with np.errstate(over="ignore"):
+        return rows["value"].to_numpy() ^ (numbers * np.uint64(_BAND_MIX))
 
 
 @dataclass(frozen=True)
@@ -332,6 +382,69 @@ class BandBucket(_BucketTask):
             return self._store(files, con, bucket, "SELECT * FROM edges", EDGE_SCHEMA), stats
 
 
+@dataclass(frozen=True)
+class PairBucket:
+    """Verification, round 1 (reduce of the band exchange): one bucket's candidate pairs
+    (`candidate_pairs_sql`) into the `pairs` exchange, keyed by `doc_id`. Returns the objects
+    written and the bucket's counts."""
+
+    pairs: Exchange
+    workers: int
+    verification: Verification
+    max_bucket_size: int = 10_000
+
+    def __call__(self, task: tuple[int, list[str]]) -> tuple[dict[int, str], ClusterStats]:
+        bucket, objects = task
+        with duckdb_session(task_settings(self.workers)) as con:
+            register_parts(con, "bands", self.pairs.store, objects,
+                           columns=BAND_ROWS_SCHEMA.names)
+            buckets, hot, capped, candidates = candidate_pairs_sql(
+                con, "bands", self.max_bucket_size, self.verification.window)
+            pairs = con.sql("SELECT * FROM pairs").to_arrow_table().cast(PAIR_SCHEMA)
+        stats = ClusterStats(buckets, hot, capped, candidates=candidates)
+        return self.pairs.write(f"{bucket:05d}", pairs, doc_keys(pairs["doc_id"])), stats
+
+
+@dataclass(frozen=True)
+class SignPairs:
+    """Verification, round 2 (per doc_id bucket): the bucket's distinct candidate pairs with
+    the signature of their `doc_id` (in the same bucket of `signed`), into the `signed_pairs`
+    exchange keyed by `other_doc_id`. Returns the objects written."""
+
+    signed_pairs: Exchange
+    workers: int
+
+    def __call__(self, task: tuple[int, list[str], list[str]]) -> dict[int, str]:
+        bucket, pairs, signatures = task
+        with duckdb_session(task_settings(self.workers)) as con:
+            register_parts(con, "pairs", self.signed_pairs.store, pairs, schema=PAIR_SCHEMA)
+            register_parts(con, "sigs", self.signed_pairs.store, signatures,
+                           schema=SIGNATURE_ROWS_SCHEMA)
+            signed = con.sql("SELECT p.doc_id, p.other_doc_id, s.signature FROM (SELECT"
+                             " DISTINCT * FROM pairs) p JOIN sigs s ON p.doc_id = s.doc_id"
+                             ).to_arrow_table().cast(SIGNED_PAIR_SCHEMA)
+        return self.signed_pairs.write(f"{bucket:05d}", signed, doc_keys(signed["other_doc_id"]))
+
+
+@dataclass(frozen=True)
+class VerifyBucket(_BucketTask):
+    """Verification, round 3 (per doc_id bucket): the signed pairs whose `other_doc_id` is in
+    this bucket, compared with its signature (`verify_pairs_sql`); the verified edges
+    (`EDGE_SCHEMA`) written as one object. Returns its key."""
+
+    threshold: float = 0.6
+
+    def __call__(self, task: tuple[int, list[str], list[str]]) -> str:
+        bucket, pairs, signatures = task
+        with duckdb_session(task_settings(self.workers)) as con, ResultFiles() as files:
+            register_parts(con, "pairs", self.store, pairs, schema=SIGNED_PAIR_SCHEMA)
+            register_parts(con, "sigs", self.store, signatures, schema=SIGNATURE_ROWS_SCHEMA)
+            verify_pairs_sql(con, "SELECT p.doc_id, p.other_doc_id, p.signature AS a,"
+                             " s.signature AS b FROM pairs p JOIN sigs s"
+                             " ON p.other_doc_id = s.doc_id", self.threshold)
+            return self._store(files, con, bucket, "SELECT * FROM edges", EDGE_SCHEMA)
+
+
 def _reduced(output: TaskOutput, buckets: int) -> TaskOutput:
     """`output` with the number of reduce tasks the exchange ran (non-empty buckets)."""
     output.stats.counts["exchange_buckets"] = buckets
@@ -339,8 +452,8 @@ def _reduced(output: TaskOutput, buckets: int) -> TaskOutput:
 
 
 def reduce_stats(counts: list[ClusterStats]) -> ClusterStats:
-    return ClusterStats(*(sum(getattr(c, name) for c in counts)
-                          for name in ("buckets", "hot_buckets", "capped_members", "edges")))
+    names = ("buckets", "hot_buckets", "capped_members", "edges", "candidates")
+    return ClusterStats(**{name: sum(getattr(c, name) for c in counts) for name in names})
 
 
 @dataclass(frozen=True)
@@ -394,20 +507,58 @@ class ClusterWork:
     def _near(self, work: str) -> TaskOutput:
         store, partition = self.documents.store, self.documents.partition
         signatures = PartitionLayout(store, MINHASH_SIGNATURES, partition)
-        rows = signatures.complete_manifest().rows * self.settings.minhash.bands
-        exchange = Exchange(store, f"{work}/bands", self._bucket_count(rows, BAND_ROW_BYTES))
+        verification = self.settings.verification()
+        documents = signatures.complete_manifest().rows
+        bands = self.settings.minhash.bands if verification is None else verification.bands
+        exchange = Exchange(store, f"{work}/bands",
+                            self._bucket_count(documents * bands, BAND_ROW_BYTES))
+        signed = Exchange(store, f"{work}/signatures",
+                          self._bucket_count(documents, SIGNATURE_ROW_BYTES))
         parts = len(signatures.complete_manifest().parts)
-        written = map_tasks(_PartBands(signatures, exchange), range(parts), self.workers)
-        reduced = self._reduce(
-            BandBucket(store, f"{work}/edges", self.workers, self.settings.max_bucket_size),
-            exchange, written)
+        mapped = map_tasks(_PartBands(signatures, exchange, verification, signed),
+                           range(parts), self.workers)
+        written = [bands for bands, _ in mapped]
+        if verification is None:
+            reduced = self._reduce(
+                BandBucket(store, f"{work}/edges", self.workers, self.settings.max_bucket_size),
+                exchange, written)
+            edges, stats = [key for key, _ in reduced], [counts for _, counts in reduced]
+        else:
+            edges, stats = self._verify(work, exchange, written, signed,
+                                        [sigs for _, sigs in mapped], verification)
         files = _part_facts(store, work, [partition], [], self.workers)
         with duckdb_session() as con, ResultFiles() as local:
-            register_parts(con, "edges", store, [key for key, _ in reduced], schema=EDGE_SCHEMA)
-            clusters = edge_clusters_sql(con, "edges", "clusters",
-                                         reduce_stats([counts for _, counts in reduced]))
+            register_parts(con, "edges", store, edges, schema=EDGE_SCHEMA)
+            clusters = edge_clusters_sql(con, "edges", "clusters", reduce_stats(stats))
             register_parts(con, "facts", store, files.facts, schema=FACTS_SCHEMA)
-            return _reduced(_decide(con, clusters, self.stage, local), len(reduced))
+            return _reduced(_decide(con, clusters, self.stage, local), len(stats))
+
+    def _verify(self, work: str, exchange: Exchange, written: list[dict[int, str]],
+                signed: Exchange, signatures: list[dict[int, str]],
+                verification: Verification) -> tuple[list[str], list[ClusterStats]]:
+        """The band buckets' candidate pairs, verified in two more rounds keyed by doc_id (a
+        pair meets its first document's signature, then its second's): the verified edges'
+        objects and the band buckets' counts. A document's signature crosses the exchange
+        once, not once per band."""
+        store = exchange.store
+        pairs = Exchange(store, f"{work}/pairs", signed.buckets)
+        reduced = self._reduce(PairBucket(pairs, self.workers, verification,
+                                          self.settings.max_bucket_size), exchange, written)
+        by_doc = signed.gather(signatures)
+        first = pairs.gather([objects for objects, _ in reduced])
+        signed_pairs = Exchange(store, f"{work}/signed_pairs", signed.buckets)
+        second = map_tasks(SignPairs(signed_pairs, self.workers),
+                           [(b, first[b], by_doc[b]) for b in range(signed.buckets) if first[b]],
+                           self.workers)
+        store.delete_prefix(pairs.prefix)
+        candidates = signed_pairs.gather(second)
+        edges = map_tasks(VerifyBucket(store, f"{work}/edges", self.workers,
+                                       verification.threshold),
+                          [(b, candidates[b], by_doc[b]) for b in range(signed.buckets)
+                           if candidates[b]], self.workers)
+        store.delete_prefix(signed_pairs.prefix)
+        store.delete_prefix(signed.prefix)
+        return edges, [counts for _, counts in reduced]
 
 
 def run_partition_dedup(documents: DocumentsInput, stage: str, settings: DedupSettings,

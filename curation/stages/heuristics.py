@@ -17,7 +17,9 @@ from curation.stages.base import AnnotateStage, Annotation, DocumentsInput, Drop
 from curation.tasks import PartitionResult
 from curation.text import split_text
 
-KERNEL_VERSION = "heuristics-2"
+# 3: the whitespace alpha-word signal, and the compact MinHash signature that near-duplicate
+# verification reads
+KERNEL_VERSION = "heuristics-3"
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,8 @@ class HeuristicsWork(AnnotateStage):
         doc_ids = table["doc_id"].to_pylist()
         splits = [split_text(text) for text in table["text"].to_pylist()]
         annotations = annotate_splits(splits, languages, self.settings)
-        bands = band_hashes(signatures(splits, self.minhash), self.minhash)
+        sigs = signatures(splits, self.minhash)
+        bands = band_hashes(sigs, self.minhash)
         signals = annotations.to_arrow()
         signals = signals.add_column(0, "doc_id", pa.array(doc_ids, pa.string()))
         drops = [Drop(doc_id, reason, value)
@@ -52,7 +55,7 @@ class HeuristicsWork(AnnotateStage):
         counts["edits"] = len(edits)
         return Annotation(signals, drops,
                           {"edits": pa.Table.from_pylist(edits, EDIT_SCHEMA),
-                           f"{MINHASH_SIGNATURES}:part": signatures_table(doc_ids, bands)},
+                           f"{MINHASH_SIGNATURES}:part": signatures_table(doc_ids, bands, sigs)},
                           counts)
 
 
