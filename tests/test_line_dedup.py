@@ -16,7 +16,7 @@ from curation.graph import DOCUMENTS, LINE_DEDUP
 from curation.partition import Manifest, PartitionLayout
 from curation.stages.base import DocumentsInput
 from curation.stages.line_dedup import run_line_dedup
-from curation.storage import LocalStore
+from curation.storage import LocalStore, read_parquet
 
 BOILERPLATE = [f"Shared footer number {n} with enough characters" for n in range(30)]
 SETTINGS = DedupSettings(line_max_documents=6, line_min_chars=5)
@@ -144,20 +144,13 @@ def test_send_lines_writes_one_exchange_row_per_distinct_line(tmp_path: Path) ->
                                       f"own line {_spelled(i)}" for i in range(1000)])
     store = LocalStore(str(tmp_path))
     sent = send_lines(lines, 0, Exchange(store, "x", 4), 5, "lines")
-    exchanged = pa.concat_tables(pq_read(store, key) for key in sent.exchanged.values())
+    exchanged = pa.concat_tables(read_parquet(store, key) for key in sent.exchanged.values())
     assert exchanged.num_rows == 1001  # the footer once, each own line once
     footer = exchanged.filter(pa.compute.equal(exchanged["documents"], 1000))
     assert footer.num_rows == 1
-    assert pq_read(store, sent.lines_key).num_rows == 3000  # every occurrence kept for edits
+    assert read_parquet(store, sent.lines_key).num_rows == 3000  # every occurrence kept for edits
 
 
 def _spelled(number: int) -> str:
     """`number` in letters: normalising a line drops its digits."""
     return "".join(chr(ord("a") + int(digit)) for digit in str(number))
-
-
-def pq_read(store: LocalStore, key: str) -> pa.Table:
-    import io
-
-    import pyarrow.parquet as pq
-    return pq.read_table(io.BytesIO(store.read_bytes(key)))

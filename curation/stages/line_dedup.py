@@ -152,7 +152,9 @@ class CountBucket:
         bucket, keys = task
         written: dict[int, str] = {}
         with duckdb_session(task_settings(self.workers)) as con:
-            register_parts(con, "part_counts", self.store, keys, schema=PART_COUNTS_SCHEMA)
+            register_parts(con, "exchanged", self.store, keys, schema=PART_COUNTS_SCHEMA)
+            # read once: both statements below scan it, and its objects are many and small
+            con.execute("CREATE TABLE part_counts AS SELECT * FROM exchanged")
             con.execute("CREATE TABLE frequent AS SELECT line_hash FROM part_counts"
                         " GROUP BY line_hash HAVING sum(documents) > ?", [self.max_documents])
             reader = con.sql(
