@@ -14,13 +14,15 @@ verified default (issue 21, item 3).
    alone (the pair's own chance, no help from its family). A pair is merged when both pages
    land in one cluster. Recall: merged share of pairs at main-text Jaccard >= 0.8; false
    removal: merged share at <= 0.5 (and of unrelated articles).
-3. Cost: candidate pairs per document (counted once per band bucket, and distinct) and edges
+3. Across partitions: the same pairs split over two partitions of `CrossIndex`, as
+   `cross_dedup` links them (parity: unverified 14x8 links; default: verified).
+4. Cost: candidate pairs per document (counted once per band bucket, and distinct) and edges
    per document on the labelled corpus; then on `--synthetic` random signatures (a tenth in
    near-duplicate families) the clustering time per document of each setting in one session,
    the exchange bytes a document costs (band rows; with verification also its signature once
    and the candidate pairs twice; and the design not taken, the signature on every band row),
    and the `dedup_clusters` stage itself (`ClusterWork`, the exchange path) per document.
-4. Prints the tables and writes them to `benchmarks/results/near_dup_recall.md`.
+5. Prints the tables and writes them to `benchmarks/results/near_dup_recall.md`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -51,9 +54,12 @@ from curation.dedup import (  # noqa: E402
     BAND_ROWS_SCHEMA,
     PAIR_SCHEMA,
     SIGNED_PAIR_SCHEMA,
+    CrossIndex,
     Verification,
+    bands_of,
     candidate_pairs_sql,
     cluster_near_duplicates,
+    rebanded_columns,
     rebanded_rows,
     signature_table,
 )
@@ -142,6 +148,42 @@ def merged_pairs(labelled: LabelledSet, settings: DedupSettings) -> list[bool]:
             pair = labelled.pairs[i]
             merged[i] = cluster.get(pair.a, pair.a) == cluster.get(pair.b, pair.b)
     return merged
+
+
+def cross_partition_merged(labelled: LabelledSet, settings: DedupSettings,
+                           folder: Path) -> tuple[list[Pair], list[bool]]:
+    """The labelled pages over two partitions (each pair's first page in the first), linked by
+    `CrossIndex` as `cross_dedup` links them with `dedup.cross_near_duplicates`: the pairs that
+    span both partitions and whether each was merged."""
+    first = {pair.a for pair in labelled.pairs}
+    verification = settings.verification()
+    table = labelled.signatures
+    keys = (rebanded_columns(table, verification) if verification else
+            table.select(["doc_id", *bands_of(table.column_names)]))
+    in_first = pa.array([doc_id in first for doc_id in keys["doc_id"].to_pylist()])
+    index = CrossIndex(folder, max_bucket_size=settings.max_bucket_size,
+                       verification=verification)
+    index.add_partition("a", keys.filter(in_first))
+    index.add_partition("b", keys.filter(pc.invert(in_first)))
+    clusters = index.clusters().table
+    cluster = dict(zip(clusters["doc_id"].to_pylist(), clusters["cluster_id"].to_pylist(),
+                       strict=True))
+    spanning = [p for p in labelled.pairs if p.b not in first]
+    return spanning, [cluster.get(p.a, p.a) == cluster.get(p.b, p.b) for p in spanning]
+
+
+def cross_table(labelled: LabelledSet) -> str:
+    """Recall and false removal of the cross-partition links, parity against the default."""
+    lines = ["| setting | spanning pairs | recall (Jaccard >= 0.8) | false removal (<= 0.5) |",
+             "| --- | ---: | ---: | ---: |"]
+    for name in ("FineWeb parity (14x8, no verification)", "default (28x4, signature >= 0.6)"):
+        with tempfile.TemporaryDirectory() as folder:
+            pairs, merged = cross_partition_merged(labelled, SETTINGS[name], Path(folder))
+        high = [m for m, p in zip(merged, pairs, strict=True)
+                if p.kind != "unrelated" and p.jaccard >= 0.8]
+        low = [m for m, p in zip(merged, pairs, strict=True) if p.jaccard <= 0.5]
+        lines.append(f"| {name} | {len(pairs)} | {share(high)} | {share(low)} |")
+    return "\n".join(lines)
 
 
 @dataclass
@@ -309,6 +351,13 @@ def long_rows(signatures: pa.Table) -> pa.Table:
     return pa.concat_tables(tables)
 
 
+CROSS_READING = """Each labelled pair's first page in one partition, the rest in a second one
+added to the index after it; the rates are over the pairs that span the two. Parity links each
+new document to the smallest earlier one of each 14x8 band key, unverified; the default keys the
+re-banded 28x4 signature, takes each new document's 32 smallest earlier candidates per key and
+keeps the pairs whose signatures agree on >= 0.6 of their rows."""
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--families", type=int, default=75)
@@ -336,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         outcomes[name] = Outcome(corpus, merged_pairs(pages, settings), stats)
     summary = summary_table(labelled, outcomes)
     bands = band_table(labelled, outcomes)
+    cross = cross_table(labelled)
     cost = cost_table(args.synthetic)
     stage = stage_table(args.synthetic)
     date = subprocess.run(["date", "-u"], capture_output=True, text=True).stdout.strip()
@@ -345,6 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         "# Near-duplicate recall and false removal per Jaccard band",
         f"{date}. {command} (labelled set built in {built:.1f} s).",
         "## Summary", summary, READING, "## Merged share per main-text Jaccard band", bands,
+        "## Across partitions (`cross_dedup`, `CrossIndex`)", CROSS_READING, cross,
         f"## Cost on {args.synthetic:,} synthetic signatures (one session)", cost,
         f"## The `dedup_clusters` stage on {args.synthetic:,} synthetic signatures"
         " (exchange path, 8 parts, one worker)", stage,

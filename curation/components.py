@@ -14,16 +14,24 @@ component is its smallest node), then:
   the last root left. Every root that is not a local minimum hooks each round: O(log n) rounds
   on chains and random graphs, however the ids are ordered. Python holds only counts; memory
   is DuckDB's `memory_limit`, whatever the number of nodes or edges.
+
+Every DISTINCT over the edges or their nodes (the node list, each round's contracted edges)
+runs part by part over hash partitions written to local disk, each small enough to group
+without spilling (`_distinct`): DuckDB's own spilling aggregate fails now and then.
 """
 
 from __future__ import annotations
 
+import math
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from curation.duck import MemoryBudget, current_budget, scalar
 
@@ -32,17 +40,26 @@ NODE_BYTES = 40
 the roots table handed back to DuckDB."""
 IN_MEMORY_SHARE = 0.25
 EDGE_BATCH = 1 << 21
+ROW_BYTES = 64
+"""What DuckDB's hash aggregate holds per input row of a distinct part (a 16-character string
+node or a pair of ids: the values, their hash, the table's entry and pointer)."""
+DISTINCT_SHARE = 0.25
+DISTINCT_BATCH = 1 << 18
+"""Rows a distinct's partitioning step holds in Python at once (about 10 MB of string nodes:
+batches of 2M rows raised the process's peak RSS from 357 to 774 MB at a 64 MB limit)."""
 
 
 @dataclass(frozen=True)
 class ComponentsRun:
     """`rounds`: hooking rounds of the SQL path (0: the in-memory path ran); `jumps`: pointer
-    jumping passes over the hooked roots; `nodes`, `edges`: distinct nodes and input rows."""
+    jumping passes over the hooked roots; `nodes`, `edges`: distinct nodes and input rows;
+    `node_parts`: the hash partitions the distinct nodes were found in (see `_distinct`)."""
 
     rounds: int
     nodes: int
     edges: int
     jumps: int = 0
+    node_parts: int = 1
 
 
 def in_memory(nodes: int, budget: MemoryBudget) -> bool:
@@ -105,8 +122,8 @@ def _hook_rounds(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     Invariant: `_cc_parent` maps every node to a current root, `_cc_edges` holds distinct
     (larger root, smaller root) pairs of different roots."""
     con.execute("CREATE TABLE _cc_parent AS SELECT id, id AS parent FROM _cc_nodes")
-    con.execute("CREATE TABLE _cc_edges AS SELECT DISTINCT greatest(a, b) AS a, least(a, b) AS b"
-                " FROM _cc_ids WHERE a <> b")
+    _distinct(con, "SELECT greatest(a, b) AS a, least(a, b) AS b FROM _cc_ids WHERE a <> b",
+              ["a", "b"], scalar(con, "SELECT count(*) FROM _cc_ids"), "_cc_edges")
     rounds = jumps = 0
     while scalar(con, "SELECT count(*) FROM _cc_edges"):
         rounds += 1
@@ -128,16 +145,76 @@ def _hook_rounds(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
                     " ON p.parent = h.id")
         con.execute("DROP TABLE _cc_parent")
         con.execute("ALTER TABLE _cc_next RENAME TO _cc_parent")
-        con.execute("CREATE OR REPLACE TABLE _cc_next AS SELECT DISTINCT greatest(x, y) AS a,"
-                    " least(x, y) AS b FROM (SELECT coalesce(ha.parent, e.a) AS x,"
-                    " coalesce(hb.parent, e.b) AS y FROM _cc_edges e"
-                    " LEFT JOIN _cc_hook ha ON e.a = ha.id LEFT JOIN _cc_hook hb ON e.b = hb.id)"
-                    " WHERE x <> y")
+        # Contract the edges onto the new roots, one join a statement.
+        con.execute("CREATE TABLE _cc_half AS SELECT coalesce(h.parent, e.a) AS x, e.b AS y"
+                    " FROM _cc_edges e LEFT JOIN _cc_hook h ON e.a = h.id")
         con.execute("DROP TABLE _cc_edges")
+        _distinct(con, "SELECT greatest(x, y) AS a, least(x, y) AS b FROM (SELECT e.x,"
+                  " coalesce(h.parent, e.y) AS y FROM _cc_half e LEFT JOIN _cc_hook h"
+                  " ON e.y = h.id) WHERE x <> y", ["a", "b"],
+                  scalar(con, "SELECT count(*) FROM _cc_half"), "_cc_next")
+        con.execute("DROP TABLE _cc_half")
         con.execute("ALTER TABLE _cc_next RENAME TO _cc_edges")
     con.execute("DROP TABLE IF EXISTS _cc_hook")
     con.execute("DROP TABLE _cc_edges")
     return rounds, jumps
+
+
+def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:
+    """The session's `memory_limit` in bytes (DuckDB reports it as text, '190.7 MiB')."""
+    text = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    number, unit = text.split()
+    return int(float(number) * _UNITS[unit])
+
+
+_UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def _write_partitions(reader: pa.RecordBatchReader, columns: list[str], parts: int,
+                      folder: Path) -> list[Path]:
+    """Stream batches of `columns` plus `part` into one Parquet file per part, each batch's
+    distinct rows only (a star's centre, in many edges, is written once per batch)."""
+    writers: dict[int, pq.ParquetWriter] = {}
+    try:
+        for batch in reader:
+            rows = pa.Table.from_batches([batch]).group_by([*columns, "part"]).aggregate([])
+            rows = rows.sort_by("part")
+            bounds = np.searchsorted(rows.column("part").to_numpy(), np.arange(parts + 1))
+            for index in np.flatnonzero(np.diff(bounds)):
+                if index not in writers:
+                    writers[index] = pq.ParquetWriter(folder / f"part-{index}.parquet",
+                                                      rows.schema)
+                writers[index].write_table(rows.slice(bounds[index],
+                                                      bounds[index + 1] - bounds[index]))
+    finally:
+        for writer in writers.values():
+            writer.close()
+    return [folder / f"part-{index}.parquet" for index in sorted(writers)]
+
+
+def _distinct(con: duckdb.DuckDBPyConnection, query: str, columns: list[str], rows: int,
+              table: str) -> int:
+    """Create `table` with the distinct rows of `query` (its `columns`, `rows` at most), grouped
+    part by part: the rows are first streamed out of DuckDB into hash partitions on local disk,
+    each a `DISTINCT_SHARE` of the memory limit, so no aggregate has to spill. DuckDB 2.0's
+    hash aggregate over millions of groups fails now and then at a memory limit it should
+    spill under (duckdb/duckdb#14132, #22474; measured in benchmarks/results/scale.md).
+    Returns the number of parts."""
+    parts = max(1, math.ceil(rows * ROW_BYTES / (DISTINCT_SHARE * memory_limit_bytes(con))))
+    names = ", ".join(columns)
+    if parts == 1:  # the whole input fits in memory: nothing to spill
+        con.execute(f"CREATE TABLE {table} AS SELECT DISTINCT {names} FROM ({query})")
+        return 1
+    reader = con.sql(f"SELECT {names}, hash({names}) % {parts} AS part"
+                     f" FROM ({query})").to_arrow_reader(DISTINCT_BATCH)
+    with tempfile.TemporaryDirectory(prefix="components-",
+                                     dir=current_budget().spill_directory) as folder:
+        files = _write_partitions(reader, columns, parts, Path(folder))
+        con.execute(f"CREATE TABLE {table} AS SELECT {names} FROM ({query}) LIMIT 0")
+        for path in files:
+            con.execute(f"INSERT INTO {table} SELECT DISTINCT {names} FROM read_parquet(?)",
+                        [str(path)])
+    return parts
 
 
 def connected_components_sql(con: duckdb.DuckDBPyConnection, edges: str, result: str, *,
@@ -148,12 +225,12 @@ def connected_components_sql(con: duckdb.DuckDBPyConnection, edges: str, result:
     DuckDB by hooking rounds (see the module); both give the same table."""
     budget = budget or current_budget()
     count_edges = scalar(con, f"SELECT count(*) FROM {edges}")
-    # Dense ids in node order: the smallest id of a component is its smallest node. One
-    # operator with a large state per statement: a statement holding two (the distinct nodes'
-    # hash table and the window's sort, or two joins' hash tables) does not fit a 64 MB
-    # memory_limit at a few million string nodes.
-    con.execute(f"CREATE TABLE _cc_distinct AS SELECT a AS node FROM {edges}"
-                f" UNION SELECT b FROM {edges}")
+    # Dense ids in node order: the smallest id of a component is its smallest node. The
+    # distinct nodes are grouped part by part (`_distinct`), then one operator with a large
+    # state per statement: a statement holding two (the window's sort and a hash table, or two
+    # joins' hash tables) does not fit a 64 MB memory_limit at a few million string nodes.
+    node_parts = _distinct(con, f"SELECT a AS node FROM {edges} UNION ALL SELECT b FROM {edges}",
+                           ["node"], 2 * count_edges, "_cc_distinct")
     con.execute("CREATE TABLE _cc_nodes AS SELECT node,"
                 " (row_number() OVER (ORDER BY node) - 1)::BIGINT AS id FROM _cc_distinct")
     con.execute("DROP TABLE _cc_distinct")
@@ -177,4 +254,4 @@ def connected_components_sql(con: duckdb.DuckDBPyConnection, edges: str, result:
     con.execute("DROP TABLE _cc_named")
     con.execute("DROP TABLE _cc_parent")
     con.execute("DROP TABLE _cc_nodes")
-    return ComponentsRun(rounds, nodes, count_edges, jumps)
+    return ComponentsRun(rounds, nodes, count_edges, jumps, node_parts)

@@ -430,16 +430,7 @@ def signature_table(signatures: pa.Table) -> pa.Table:
 def rebanded_rows(signatures: pa.Table, verification: Verification) -> pa.Table:
     """The band hashes of `signatures`' compact signatures (`doc_id`, `signature`) in the
     verification's shape, as long band rows (`BAND_ROWS_SCHEMA`)."""
-    column = signatures[SIGNATURE_COLUMN].combine_chunks()
-    shape = MinHashSettings(bands=verification.bands, rows=verification.rows,
-                            seed=verification.seed)
-    matrix = _signature_matrix(column) if len(column) else \
-        np.empty((0, shape.permutations), "<u2")  # a part with no documents
-    if len(column) and shape.permutations > matrix.shape[1]:
-        raise ValueError(f"{verification.bands} bands x {verification.rows} rows need "
-                         f"{shape.permutations} signature rows; the signatures have "
-                         f"{matrix.shape[1]}")
-    hashes = band_hashes(matrix[:, :shape.permutations].astype(np.uint64), shape)
+    hashes = _rebanded_hashes(signatures, verification)
     doc_ids = signatures["doc_id"].combine_chunks()
     names = [band_column(b) for b in range(verification.bands)]
     band = pa.array(names, pa.string()).take(
@@ -449,6 +440,30 @@ def rebanded_rows(signatures: pa.Table, verification: Verification) -> pa.Table:
         "value": pa.array(hashes.T.reshape(-1), pa.uint64()),
         "doc_id": pa.concat_arrays([doc_ids] * verification.bands),
     }, schema=BAND_ROWS_SCHEMA)
+
+
+def rebanded_columns(signatures: pa.Table, verification: Verification) -> pa.Table:
+    """`doc_id`, the verification's band hashes as `band_NN` columns and the compact
+    `signature`: what `CrossIndex` indexes when it verifies its near-duplicate links."""
+    hashes = _rebanded_hashes(signatures, verification)
+    bands = {band_column(b): pa.array(hashes[:, b], pa.uint64())
+             for b in range(verification.bands)}
+    return pa.table({"doc_id": signatures["doc_id"], **bands,
+                     SIGNATURE_COLUMN: signatures[SIGNATURE_COLUMN].cast(pa.binary())})
+
+
+def _rebanded_hashes(signatures: pa.Table, verification: Verification) -> np.ndarray:
+    """(documents, bands) band hashes of the compact signatures in the verification's shape."""
+    column = signatures[SIGNATURE_COLUMN].combine_chunks()
+    shape = MinHashSettings(bands=verification.bands, rows=verification.rows,
+                            seed=verification.seed)
+    matrix = _signature_matrix(column) if len(column) else \
+        np.empty((0, shape.permutations), "<u2")  # a part with no documents
+    if len(column) and shape.permutations > matrix.shape[1]:
+        raise ValueError(f"{verification.bands} bands x {verification.rows} rows need "
+                         f"{shape.permutations} signature rows; the signatures have "
+                         f"{matrix.shape[1]}")
+    return band_hashes(matrix[:, :shape.permutations].astype(np.uint64), shape)
 
 
 def candidate_pairs_sql(con: duckdb.DuckDBPyConnection, source: str, max_bucket_size: int,
@@ -704,6 +719,8 @@ class CrossIndex:
         links/{partition}.parquet           doc_id, other_doc_id, key_type, cross_partition: the
                                             partition's star edges within itself, and its
                                             links to earlier partitions (cross_partition)
+        signatures/{partition}.parquet      doc_id, signature: with `verification` only, what
+                                            later partitions verify their links against
         partitions/{partition}.json         written last: the partition is complete
 
     `add_partition` reads the earlier partitions' key files (a DuckDB semi-join over Parquet:
@@ -714,6 +731,13 @@ class CrossIndex:
     partition's links; whatever order partitions are added in, it equals clustering all of them
     at once (up to hot-bucket capping, applied per partition: a bucket hot only across
     partitions is not capped, each new member gets one link).
+
+    With `verification`, the band columns are the verification's (`rebanded_columns`) and
+    near-duplicate links are verified like `dedup_clusters`' edges: within the partition, the
+    verified candidate pairs of its band buckets (`verified_band_rows_edges_sql`); across,
+    each new document's candidates are the `window` smallest earlier documents of each band
+    key it holds, and only pairs whose signatures agree on `threshold` of their rows link.
+    Order independence then holds for the verified pairs up to that window.
 
     One writer at a time (like the catalog). A partition is added once: adding it again returns
     its stored links; a changed partition means rebuilding from it on. On S3 this would need:
@@ -729,10 +753,12 @@ class CrossIndex:
         *,
         max_bucket_size: int = 10_000,
         settings: DuckDBSettings | None = None,
+        verification: Verification | None = None,
     ) -> None:
         self.folder = Path(folder)
         self.max_bucket_size = max_bucket_size
         self.settings = settings
+        self.verification = verification
 
     def _path(self, kind: str, partition: str, suffix: str = ".parquet") -> Path:
         return self.folder / kind / f"{quote(partition, safe='')}{suffix}"
@@ -766,9 +792,17 @@ class CrossIndex:
                 "CREATE TABLE links (doc_id VARCHAR, other_doc_id VARCHAR, key_type VARCHAR,"
                 " cross_partition BOOLEAN)"
             )
+            bands = bands_of(columns) if self.verification else []
+            if bands and SIGNATURE_COLUMN not in columns:
+                raise ValueError(f"verified near-duplicate links need the compact"
+                                 f" {SIGNATURE_COLUMN!r} column beside the band columns")
+            con.execute("CREATE TABLE cross_candidates (doc_id VARCHAR, other_doc_id VARCHAR)")
             files = {}
             for column in filter(_key_type, columns):
-                files[column] = self._index_column(con, partition, column, earlier)
+                index_column = self._index_band_keys if column in bands else self._index_column
+                files[column] = index_column(con, partition, column, earlier)
+            if bands:
+                self._verified_links(con, partition, bands, earlier)
             links = self._path("links", partition)
             copy_to_parquet(con, "SELECT DISTINCT * FROM links ORDER BY ALL", links)
         manifest = {"partition": partition, "keys": files, "earlier": earlier}
@@ -804,6 +838,50 @@ class CrossIndex:
                 " ON n.key = o.key"
             )
         return rows
+
+    def _index_band_keys(self, con: duckdb.DuckDBPyConnection, partition: str, column: str,
+                         earlier: list[str]) -> int:
+        """The key file of one verified band column, and its candidates across partitions
+        (table `cross_candidates`): each new member with the `window` smallest earlier members
+        of its bucket. Returns the key file's row count."""
+        key = _ident(column)
+        path = self._path(f"keys/{column}", partition)
+        rows = copy_to_parquet(con, f"SELECT {key} AS key, doc_id FROM src WHERE {key} IS NOT"
+                               " NULL ORDER BY key, doc_id", path)
+        previous = [p for p in (self._path(f"keys/{column}", e) for e in earlier) if p.exists()]
+        if previous:
+            new, old = _literal(str(path)), ", ".join(_literal(str(p)) for p in previous)
+            con.execute(
+                f"INSERT INTO cross_candidates SELECT n.doc_id, o.doc_id FROM read_parquet({new})"
+                f" n JOIN (SELECT key, doc_id FROM read_parquet([{old}]) WHERE key IN (SELECT key"
+                f" FROM read_parquet({new})) QUALIFY row_number() OVER (PARTITION BY key ORDER"
+                f" BY doc_id) <= ?) o ON n.key = o.key", [self.verification.window])
+        return rows
+
+    def _verified_links(self, con: duckdb.DuckDBPyConnection, partition: str,
+                        bands: list[str], earlier: list[str]) -> None:
+        """Verified near-duplicate links within the partition and to earlier ones, and the
+        partition's signatures for later ones."""
+        verification = self.verification
+        con.execute("CREATE TABLE band_rows AS " + " UNION ALL ".join(
+            f"SELECT {_literal(b)} AS band, {_ident(b)} AS value, doc_id FROM src" for b in bands))
+        con.execute(f"CREATE TABLE signatures AS SELECT doc_id, {SIGNATURE_COLUMN} AS signature"
+                    " FROM src")
+        verified_band_rows_edges_sql(con, "band_rows", "signatures", verification,
+                                     self.max_bucket_size)
+        con.execute("INSERT INTO links SELECT doc_id, other_doc_id, 'minhash', false FROM edges")
+        copy_to_parquet(con, "SELECT * FROM signatures ORDER BY doc_id",
+                        self._path("signatures", partition))
+        previous = [p for p in (self._path("signatures", e) for e in earlier) if p.exists()]
+        if previous:
+            old = ", ".join(_literal(str(p)) for p in previous)
+            verify_pairs_sql(con, "SELECT c.doc_id, c.other_doc_id, a.signature AS a,"
+                             " b.signature AS b FROM (SELECT DISTINCT * FROM cross_candidates) c"
+                             " JOIN signatures a ON c.doc_id = a.doc_id JOIN"
+                             f" read_parquet([{old}]) b ON c.other_doc_id = b.doc_id",
+                             verification.threshold)
+            con.execute("INSERT INTO links SELECT doc_id, other_doc_id, 'minhash', true"
+                        " FROM edges")
 
     def _cross_links(self, partition: str) -> pa.Table:
         path = self._path("links", partition)

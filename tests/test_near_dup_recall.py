@@ -10,12 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from pydantic import ValidationError
 
 from benchmarks.near_dup_labels import LabelledSet, build
-from benchmarks.near_dup_recall import merged_corpus, merged_pairs
+from benchmarks.near_dup_recall import cross_partition_merged, merged_corpus, merged_pairs
 from curation.config import DedupSettings
+from curation.dedup import CrossIndex
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +60,28 @@ def test_a_bad_verification_setting_fails_naming_the_field(field: str, value: ob
     with pytest.raises(ValidationError, match=field):
         DedupSettings(**{field: value})
     assert DedupSettings(near_dup_verification="none").verification() is None
+
+
+def _cross_partition_rates(labelled: LabelledSet, settings: DedupSettings,
+                           folder: Path) -> tuple[float, float]:
+    pairs, merged = cross_partition_merged(labelled, settings, folder)
+    return _rates(LabelledSet(labelled.pages, pairs, labelled.signatures), merged)
+
+
+def test_cross_partition_links_are_verified_like_the_partition_clusters(
+        labelled: LabelledSet, tmp_path: Path) -> None:
+    """Copies of one article in two partitions: `cross_dedup`'s verified links reach the same
+    targets as `dedup_clusters`; its unverified 14 x 8 links (the parity setting) do not."""
+    recall, false_removal = _cross_partition_rates(labelled, DedupSettings(),
+                                                   tmp_path / "verified")
+    assert recall >= 0.95 and false_removal <= 0.02, (recall, false_removal)
+    parity, _ = _cross_partition_rates(labelled, DedupSettings(near_dup_verification="none"),
+                                          tmp_path / "parity")
+    assert parity < 0.95, parity
+
+
+def test_a_verifying_index_refuses_bands_without_signatures(tmp_path: Path) -> None:
+    index = CrossIndex(tmp_path, verification=DedupSettings().verification())
+    keys = pa.table({"doc_id": ["a", "b"], "band_00": pa.array([1, 1], pa.uint64())})
+    with pytest.raises(ValueError, match="signature"):
+        index.add_partition("p", keys)

@@ -50,6 +50,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from curation.config import DedupSettings, stable_hash
 from curation.dedup import (
@@ -69,6 +70,7 @@ from curation.dedup import (
     choose_kept_sql,
     edge_clusters_sql,
     key_clusters_sql,
+    rebanded_columns,
     rebanded_rows,
     signature_table,
     string_hash,
@@ -104,7 +106,7 @@ from curation.schema import DECISION_SCHEMA
 from curation.stages.base import DocumentsInput
 from curation.stages.line_dedup import run_line_dedup
 from curation.stats import StageStats
-from curation.storage import LocalStore, Store, parquet_bytes
+from curation.storage import LocalStore, Store, parquet_bytes, read_parquet
 from curation.tasks import PartitionResult, PartitionRun, TaskOutput, hold_locks, run_partition
 
 KERNEL_VERSION = "dedup-2"
@@ -605,7 +607,8 @@ def run_cross_dedup(store: Store, partitions: list[str], settings: DedupSettings
     with hold_locks(store, [CROSS], ALL, run_id=run_id):
         index_folder = local_index_folder(store)
         _drop_stale_index(store, partitions, settings, index_folder)
-        index = CrossIndex(index_folder, max_bucket_size=settings.max_bucket_size)
+        index = CrossIndex(index_folder, max_bucket_size=settings.max_bucket_size,
+                           verification=settings.verification())
         known = set(index.partitions())
         added = [p for p in partitions if p not in known]
         local = ResultFiles()
@@ -633,7 +636,8 @@ def run_cross_dedup(store: Store, partitions: list[str], settings: DedupSettings
 def _index_partition(index: CrossIndex, store: Store, partition: str, keys: list[str],
                      near: bool) -> int:
     """Adds `partition` to the index from its keys files (joined to its band hashes when
-    `near`), staged in a local Parquet file by DuckDB (one session at a time, so the budget
+    `near`: the stored ones, or with the index's verification the signatures re-banded part
+    by part), staged in a local Parquet file by DuckDB (one session at a time, so the budget
     holds); returns its cross-partition links."""
     with tempfile.TemporaryDirectory(prefix="cross-keys-",
                                      dir=current_budget().spill_directory) as folder:
@@ -642,12 +646,39 @@ def _index_partition(index: CrossIndex, store: Store, partition: str, keys: list
             register_parts(con, "new_keys", store, keys, schema=KEYS_SCHEMA)
             query = "SELECT * FROM new_keys"
             if near:
-                register_table(con, "new_bands",
-                               PartitionLayout(store, MINHASH_SIGNATURES, partition))
+                signatures = PartitionLayout(store, MINHASH_SIGNATURES, partition)
+                if index.verification is None:
+                    register_table(con, "new_bands", signatures)
+                else:
+                    bands = Path(folder) / "bands.parquet"
+                    _write_rebanded(signatures, index.verification, bands)
+                    con.execute(f"CREATE VIEW new_bands AS SELECT * FROM"
+                                f" read_parquet({literal(str(bands))})")
                 query = ("SELECT k.*, b.* EXCLUDE (doc_id) FROM new_keys k"
                          " JOIN new_bands b ON k.doc_id = b.doc_id")
             copy_to_parquet(con, query, path)
         return index.index_partition(partition, path)
+
+
+def _write_rebanded(signatures: PartitionLayout, verification: Verification,
+                    path: Path) -> None:
+    """The partition's signatures re-banded in the verification's shape (`rebanded_columns`),
+    one stored part at a time, into one local Parquet file."""
+    writer = None
+    try:
+        for part in signatures.complete_manifest().table_parts("part"):
+            table = read_parquet(signatures.store, part.key)
+            if SIGNATURE_COLUMN not in table.column_names:
+                raise ValueError(
+                    f"{MINHASH_SIGNATURES} of {signatures.partition} has no"
+                    f" {SIGNATURE_COLUMN!r} column (written before near-duplicate"
+                    " verification): rematerialize it, or set dedup.near_dup_verification: none")
+            table = rebanded_columns(table, verification)
+            writer = writer or pq.ParquetWriter(path, table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 def _drop_stale_index(store: Store, partitions: list[str], settings: DedupSettings,
