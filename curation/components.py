@@ -45,8 +45,11 @@ ROW_BYTES = 64
 node or a pair of ids: the values, their hash, the table's entry and pointer)."""
 DISTINCT_SHARE = 0.25
 DISTINCT_BATCH = 1 << 18
-"""Rows a distinct's partitioning step holds in Python at once (about 10 MB of string nodes:
-batches of 2M rows raised the process's peak RSS from 357 to 774 MB at a 64 MB limit)."""
+DISTINCT_BATCH_BYTES = 1024
+"""A distinct's partitioning step reads at most `DISTINCT_BATCH` rows at a time, and one row
+per `DISTINCT_BATCH_BYTES` of DuckDB's limit: the rows, their grouping and their sorted copy
+live in Python, outside DuckDB's limit (batches of 2M rows raised the process's peak RSS from
+357 to 774 MB at a 64 MB limit)."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,7 @@ def _union_find(con: duckdb.DuckDBPyConnection, count: int) -> None:
     reader = con.sql("SELECT a, b FROM _cc_ids").to_arrow_reader(EDGE_BATCH)
     roots = connected_components(
         ((batch.column(0).to_numpy(), batch.column(1).to_numpy()) for batch in reader), count)
+    reader.close()
     con.register("_cc_roots", pa.table({"id": np.arange(count, dtype=np.int64), "parent": roots}))
     con.execute("CREATE TABLE _cc_parent AS SELECT * FROM _cc_roots")
     con.unregister("_cc_roots")
@@ -200,16 +204,21 @@ def _distinct(con: duckdb.DuckDBPyConnection, query: str, columns: list[str], ro
     hash aggregate over millions of groups fails now and then at a memory limit it should
     spill under (duckdb/duckdb#14132, #22474; measured in benchmarks/results/scale.md).
     Returns the number of parts."""
-    parts = max(1, math.ceil(rows * ROW_BYTES / (DISTINCT_SHARE * memory_limit_bytes(con))))
+    limit = memory_limit_bytes(con)
+    parts = max(1, math.ceil(rows * ROW_BYTES / (DISTINCT_SHARE * limit)))
     names = ", ".join(columns)
     if parts == 1:  # the whole input fits in memory: nothing to spill
         con.execute(f"CREATE TABLE {table} AS SELECT DISTINCT {names} FROM ({query})")
         return 1
     reader = con.sql(f"SELECT {names}, hash({names}) % {parts} AS part"
-                     f" FROM ({query})").to_arrow_reader(DISTINCT_BATCH)
+                     f" FROM ({query})").to_arrow_reader(
+                         max(1 << 12, min(DISTINCT_BATCH, limit // DISTINCT_BATCH_BYTES)))
     with tempfile.TemporaryDirectory(prefix="components-",
                                      dir=current_budget().spill_directory) as folder:
-        files = _write_partitions(reader, columns, parts, Path(folder))
+        try:
+            files = _write_partitions(reader, columns, parts, Path(folder))
+        finally:
+            reader.close()  # the stream's result is released before the next statement
         con.execute(f"CREATE TABLE {table} AS SELECT {names} FROM ({query}) LIMIT 0")
         for path in files:
             con.execute(f"INSERT INTO {table} SELECT DISTINCT {names} FROM read_parquet(?)",
