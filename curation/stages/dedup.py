@@ -326,11 +326,7 @@ class _PartBands:
         part = self.layout.read_part(index)
         if self.verification is None or self.signed is None:
             return send_bands(part, f"{index:05d}", self.exchange), {}
-        if SIGNATURE_COLUMN not in part.column_names:
-            raise ValueError(
-                f"{MINHASH_SIGNATURES} of {self.layout.partition} has no {SIGNATURE_COLUMN!r}"
-                " column (written before near-duplicate verification): rematerialize it, or"
-                " set dedup.near_dup_verification: none")
+        _require_signature(part, self.layout.partition)
         rows = rebanded_rows(part, self.verification)
         signatures = signature_table(part)
         return (self.exchange.write(f"{index:05d}", rows, band_keys(rows)),
@@ -660,6 +656,15 @@ def _index_partition(index: CrossIndex, store: Store, partition: str, keys: list
         return index.index_partition(partition, path)
 
 
+def _require_signature(signatures: pa.Table, partition: str) -> None:
+    """Verification needs the compact signature, which older `minhash_signatures` lack."""
+    if SIGNATURE_COLUMN not in signatures.column_names:
+        raise ValueError(
+            f"{MINHASH_SIGNATURES} of {partition} has no {SIGNATURE_COLUMN!r} column (written"
+            " before near-duplicate verification): rematerialize it, or set"
+            " dedup.near_dup_verification: none")
+
+
 def _write_rebanded(signatures: PartitionLayout, verification: Verification,
                     path: Path) -> None:
     """The partition's signatures re-banded in the verification's shape (`rebanded_columns`),
@@ -668,11 +673,7 @@ def _write_rebanded(signatures: PartitionLayout, verification: Verification,
     try:
         for part in signatures.complete_manifest().table_parts("part"):
             table = read_parquet(signatures.store, part.key)
-            if SIGNATURE_COLUMN not in table.column_names:
-                raise ValueError(
-                    f"{MINHASH_SIGNATURES} of {signatures.partition} has no"
-                    f" {SIGNATURE_COLUMN!r} column (written before near-duplicate"
-                    " verification): rematerialize it, or set dedup.near_dup_verification: none")
+            _require_signature(table, signatures.partition)
             table = rebanded_columns(table, verification)
             writer = writer or pq.ParquetWriter(path, table.schema)
             writer.write_table(table)
