@@ -26,8 +26,10 @@ DuckDB session), each result streamed to Parquet by DuckDB, never fetched into P
 Dagster stages (no store, manifests or locks):
 
     exact_keys   `key_clusters_sql` on text_hash, then url_hash, all documents at once
-    near_dup     `near_duplicate_clusters_sql`: LSH bucket grouping over 14 bands, then the
-                 connected components (`curation.components`), all documents at once
+    near_dup     LSH bucket grouping over 14 bands as `dedup_clusters` runs it (band rows into
+                 the exchange, star edges per bucket), then the connected components in the
+                 parent's session (`curation.components`), or as large-star/small-star tasks
+                 over the exchange (`curation.star_components`) with SCALE_COMPONENTS=tasks
     cross_index  `CrossIndex.index_partition` per partition, then `clusters_sql`
     line_counts  `frequent_lines_sql` over every document's lines at once
     mix          `group_ids` (components over near_dup's and exact_keys' clusters),
@@ -78,6 +80,7 @@ RESULT = "RESULT "
 TOKENIZER = "tokenizer.json"
 SAMPLE_INTERVAL = 0.05
 WORKERS = 2  # the shard build's range tasks (the local pool; Ray under `use_ray`)
+COMPONENTS_ENV = "SCALE_COMPONENTS"  # near_dup's `dedup.components` (auto, tasks, parent)
 
 
 def _spec_of(data: Path) -> Spec:
@@ -203,15 +206,17 @@ def step_exact_keys(data: Generated, out: Path) -> dict[str, Any]:
 def step_near_dup(data: Generated, out: Path) -> dict[str, Any]:
     """LSH grouping as `dedup_clusters` runs it: band rows into the exchange, star edges per
     bucket, then the connected components over every bucket's edges."""
-    from curation.dedup import EDGE_SCHEMA, edge_clusters_sql
-    from curation.duck import duckdb_session, register_parts
+    from curation.dedup import stored_edge_clusters_sql
+    from curation.duck import duckdb_session
     from curation.stages.dedup import BAND_ROW_BYTES, BandBucket, reduce_stats
+    from curation.star_components import TaskPlacement
 
     store, reduced = _grouped(data, out, "near_dup", None, BAND_ROW_BYTES, BandBucket)
+    placement = TaskPlacement(store, "work/components", WORKERS,
+                              os.environ.get(COMPONENTS_ENV, "auto"))
     with duckdb_session() as con:
-        register_parts(con, "edges", store, [key for key, _ in reduced], schema=EDGE_SCHEMA)
-        stats = edge_clusters_sql(con, "edges", "clusters",
-                                  reduce_stats([counts for _, counts in reduced]))
+        stats = stored_edge_clusters_sql(con, [key for key, _ in reduced], "clusters",
+                                         reduce_stats([c for _, c in reduced]), placement)
         result = {**_copy_clusters(con, "clusters", out / "near_dup.parquet"),
                   "edges": stats.edges, "hot_buckets": stats.hot_buckets,
                   "capped_members": stats.capped_members, "rounds": stats.rounds,

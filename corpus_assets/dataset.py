@@ -89,13 +89,13 @@ def _shares_table(shares: list[dict]) -> MetadataValue:
     "and a selection decision per document.",
 )
 def mix(context: AssetExecutionContext, pipeline: PipelineResource,
-        storage: StorageResource) -> MaterializeResult:
+        storage: StorageResource, compute: ComputeResource) -> MaterializeResult:
     name = context.partition_key
     store = storage.store
     recipe = pipeline.recipe(name)
     build = build_and_store_mix(store, name, recipe,
                                 load_stored_tokenizer(store, name), pipeline.load(),
-                                context.run.run_id)
+                                context.run.run_id, compute.workers)
     extra = build.manifest.extra
     shares = PartitionLayout(store, MIX, name).read_table(name="shares").to_pylist()
     metadata = {

@@ -27,7 +27,6 @@ from curation.report import (
     served_phases_markdown,
     write_report,
 )
-from curation.stages.dataset import curated_sources
 from curation.storage import LocalStore
 from partitions import every_partition, recipe_partitions
 from resources import PipelineResource, StorageResource
@@ -53,8 +52,7 @@ def report(context: AssetExecutionContext, pipeline: PipelineResource,
     store = storage.store
     with storage.locked(context.run.run_id, REPORT, name):
         recipe = pipeline.recipe(name)
-        built = build_report(store, recipe,
-                             curated_sources=curated_sources(pipeline.load(), recipe))
+        built = build_report(store, recipe)
         keys = write_report(store, built)
     data, summary = built.data, built.data["summary"]
     location = store.uri(keys["html"])

@@ -415,7 +415,6 @@ def report(
 ) -> None:
     """Write a recipe's funnel report (one self-contained HTML page) and print where."""
     from curation.report import ReportError, build_report, write_report
-    from curation.stages.dataset import curated_sources
     from curation.storage import open_store
     from resources import S3ClientFactory
 
@@ -428,7 +427,7 @@ def report(
         raise typer.Exit(2) from None
     store = open_store(root, S3ClientFactory(()) if root.startswith("s3://") else None)
     try:
-        built = build_report(store, loaded, curated_sources=curated_sources(config, loaded))
+        built = build_report(store, loaded)
     except (ReportError, FileNotFoundError) as error:
         typer.secho(f"report[{recipe}]: {error}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from None

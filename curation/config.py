@@ -263,6 +263,12 @@ class DedupSettings(_Strict):
     near_dup_threshold: Annotated[float, Field(gt=0.0, le=1.0)] = 0.6
     near_dup_bands: Annotated[int, Field(ge=1)] = 28
     near_dup_rows: Annotated[int, Field(ge=1)] = 4
+    # Where the connected components run (dedup_clusters', cross_dedup's and the mix's
+    # duplicate groups; curation.star_components.on_tasks): `tasks`, large-star/small-star
+    # rounds of tasks over the exchange (the pool or the Ray cluster); `parent`, the step's own
+    # DuckDB session; `auto`, tasks on a Ray cluster once the edges outgrow the parent's
+    # in-memory union-find, else the parent. The clusters are the same, and so are versions.
+    components: Literal["auto", "tasks", "parent"] = "auto"
 
     @model_validator(mode="after")
     def _verification_fits(self) -> DedupSettings:
@@ -272,6 +278,11 @@ class DedupSettings(_Strict):
                 f"{self.near_dup_rows} needs more signature rows than minhash stores "
                 f"({self.minhash.bands} * {self.minhash.rows} = {self.minhash.permutations})")
         return self
+
+    def shaping(self, mode: Literal["json", "python"] = "json") -> dict[str, Any]:
+        """The settings that shape the results (`model_dump`), for versions: not where the
+        components run, which gives the same clusters."""
+        return self.model_dump(mode=mode, exclude={"components"})
 
     def verification(self) -> Verification | None:
         """The near-duplicate verification these settings ask for (None: FineWeb parity)."""

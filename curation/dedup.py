@@ -37,13 +37,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import regex
 
-from curation.components import connected_components_sql
 from curation.duck import (
     DuckDBSettings,
     TableSource,
     copy_to_parquet,
     current_budget,
     duckdb_session,
+    register_parts,
 )
 from curation.duck import ident as _ident
 from curation.duck import literal as _literal
@@ -59,6 +59,13 @@ from curation.minhash import (
     signature_rows,
 )
 from curation.schema import WEB_SOURCE
+from curation.star_components import (
+    LABEL_SCHEMA,
+    TaskPlacement,
+    components_sql,
+    exchange_components,
+    on_tasks,
+)
 from curation.urls import canonical_url
 
 # --- normalisation and hashes -----------------------------------------------------------------
@@ -208,18 +215,26 @@ def frequent_lines(
 # --- connected components -----------------------------------------------------------------------
 
 
-def _components(con: duckdb.DuckDBPyConnection, edges: str, result: str) -> int:
+def _components(con: duckdb.DuckDBPyConnection, edges: str, result: str,
+                placement: TaskPlacement | None = None) -> int:
     """Table `result` (`doc_id`, `cluster_id` = the smallest doc_id, `cluster_size`) for every
     document in the relation `edges` (`doc_id`, `other_doc_id`), by
-    `curation.components.connected_components_sql`. Returns its rounds."""
+    `curation.components.connected_components_sql`, or as tasks where `placement` says
+    (`curation.star_components.components_sql`). Returns its rounds."""
     con.execute("CREATE OR REPLACE TEMP VIEW _pairs AS"
                 f" SELECT doc_id AS a, other_doc_id AS b FROM {edges}")
-    run = connected_components_sql(con, "_pairs", "_components")
-    con.execute(f"CREATE OR REPLACE TABLE {result} AS SELECT node AS doc_id, root AS cluster_id,"
-                " count(*) OVER (PARTITION BY root) AS cluster_size FROM _components")
+    rounds = components_sql(con, "_pairs", "_components", placement)
+    _label_clusters(con, "_components", result)
     con.execute("DROP TABLE _components")
     con.execute("DROP VIEW _pairs")
-    return run.rounds
+    return rounds
+
+
+def _label_clusters(con: duckdb.DuckDBPyConnection, labels: str, result: str) -> None:
+    """Table `result` (`doc_id`, `cluster_id`, `cluster_size`) from the relation `labels`
+    (`node`, `root`: each node and the smallest node of its component)."""
+    con.execute(f"CREATE OR REPLACE TABLE {result} AS SELECT node AS doc_id, root AS cluster_id,"
+                f" count(*) OVER (PARTITION BY root) AS cluster_size FROM {labels}")
 
 
 # --- clusters -----------------------------------------------------------------------------------
@@ -231,7 +246,8 @@ class ClusterStats:
     those over the cap; `capped_members`: memberships the cap dropped; `edges`: star edges
     (before de-duplication: a pair sharing several bands counts once per band); `documents` and
     `clusters`: in clusters of size >= 2; `rounds`: rounds of the connected components (0: they
-    fitted in memory, see `curation.components`); `candidates`: candidate pairs a
+    fitted in memory, see `curation.components`; over the exchange, large-star/small-star
+    pairs, see `curation.star_components`); `candidates`: candidate pairs a
     `Verification` compared, counted once per band bucket that holds them (0 without one)."""
 
     buckets: int = 0
@@ -562,7 +578,28 @@ def edge_clusters_sql(con: duckdb.DuckDBPyConnection, edges: str, result: str,
     """Table `result` (`doc_id`, `cluster_id`, `cluster_size`, unordered): the connected
     components of the relation `edges` (`doc_id`, `other_doc_id`); returns `stats` (the edges'
     counts) with the clusters' and the components' rounds."""
-    rounds = _components(con, edges, result)
+    return _with_clusters(con, result, stats, _components(con, edges, result))
+
+
+def stored_edge_clusters_sql(con: duckdb.DuckDBPyConnection, edges: Sequence[str],
+                             result: str, stats: ClusterStats,
+                             placement: TaskPlacement) -> ClusterStats:
+    """`edge_clusters_sql` over edge objects (`EDGE_SCHEMA`) in `placement`'s store: the
+    components in this session, or as tasks over the exchange where `placement` says
+    (`curation.star_components.on_tasks`, sized by `stats.edges`), the objects read as they
+    are."""
+    store = placement.store
+    if not on_tasks(placement.mode, stats.edges):
+        register_parts(con, "_stored_edges", store, edges, schema=EDGE_SCHEMA)
+        return edge_clusters_sql(con, "_stored_edges", result, stats)
+    found = exchange_components(store, placement.prefix, edges, stats.edges, placement.workers)
+    register_parts(con, "_stored_labels", store, found.labels, schema=LABEL_SCHEMA)
+    _label_clusters(con, "_stored_labels", result)
+    return _with_clusters(con, result, stats, found.rounds)
+
+
+def _with_clusters(con: duckdb.DuckDBPyConnection, result: str, stats: ClusterStats,
+                   rounds: int) -> ClusterStats:
     return _stats(con, result, buckets=stats.buckets, hot_buckets=stats.hot_buckets,
                   capped_members=stats.capped_members, edges=stats.edges, rounds=rounds,
                   candidates=stats.candidates)
@@ -892,9 +929,11 @@ class CrossIndex:
         """Every complete partition's links file."""
         return [self._path("links", p) for p in self.partitions()]
 
-    def clusters_sql(self, con: duckdb.DuckDBPyConnection, result: str) -> ClusterStats:
+    def clusters_sql(self, con: duckdb.DuckDBPyConnection, result: str,
+                     placement: TaskPlacement | None = None) -> ClusterStats:
         """Table `result` (`doc_id`, `cluster_id`, `cluster_size`, unordered): connected
-        components over every complete partition's links (within and across), in DuckDB."""
+        components over every complete partition's links (within and across), in DuckDB or as
+        tasks where `placement` says."""
         files = self.links()
         if not files:
             con.execute(f"CREATE TABLE {result} (doc_id VARCHAR, cluster_id VARCHAR,"
@@ -902,7 +941,7 @@ class CrossIndex:
             return ClusterStats()
         _register(con, "links", files)
         edges = _scalar(con, "SELECT count(*) FROM links")
-        rounds = _components(con, "links", result)
+        rounds = _components(con, "links", result, placement)
         return _stats(con, result, edges=edges, rounds=rounds)
 
     def clusters(self) -> Clusters:

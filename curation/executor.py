@@ -41,6 +41,11 @@ def use_ray(address: str | None) -> None:
 _PRELOAD = list(WORKER_PRELOAD)
 
 
+def ray_address() -> str | None:
+    """The Ray cluster `map_tasks` runs on (`use_ray`), or None for the local pool."""
+    return _RAY_ADDRESS
+
+
 def _pool_context() -> multiprocessing.context.BaseContext:
     """A fork server's context: a single-threaded process started once per run process that
     has imported `_PRELOAD`; forking from it is safe whatever threads the caller runs."""

@@ -9,8 +9,9 @@ Every step runs in one DuckDB session (`curation.duck`), over tables it holds on
    group: the connected component over every cluster membership (`url_dedup`, `exact_dedup`,
    `dedup_clusters` within partitions, `cross_dedup` across them; a curated source with
    `filters: curated` contributes its `exact_dedup` clusters only), from
-   `curation.components.connected_components_sql`; the group id is the component's smallest
-   doc_id. Text is never held: sizes come from the scrubbed text one part at a time.
+   `curation.components.connected_components_sql`, or large-star/small-star tasks on a Ray
+   cluster, `curation.star_components`); the group id is the component's smallest doc_id.
+   Text is never held: sizes come from the scrubbed text one part at a time.
 2. Selection (`select_sql`): every document gets one decision, the first rule in `RULES` it
    fails, or `selected`. The order is fixed:
 
@@ -89,7 +90,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.components import connected_components_sql
 from curation.config import SOURCE_PREFIX, HeuristicsSelection, RecipeConfig
 from curation.duck import MemoryBudget, duckdb_session, ident, insert_parts, literal, scalar
 from curation.graph import (
@@ -109,11 +109,13 @@ from curation.graph import (
 from curation.partition import Manifest, PartitionLayout
 from curation.schema import WEB_SOURCE
 from curation.shards import occurrence_lengths
+from curation.star_components import TaskPlacement, components_sql
 from curation.storage import Store, read_parquet
 from curation.tokenizer import PinnedTokenizer
 
-KERNEL_VERSION = "mix-3"  # 2: exact token counts, curated filter policy; 3: dedup before the
-# quality cut, recipe heuristic thresholds, rehydration
+KERNEL_VERSION = "mix-4"  # 2: exact token counts, curated filter policy; 3: dedup before the
+# quality cut, recipe heuristic thresholds, rehydration; 4: exact sums of fill budgets (the
+# same repeats on any thread split), decisions carry their group size
 ASSET = MIX
 RULES = ("language", "heuristics", "contaminated", "empty_after_edits", *SELECTION_VERDICTS,
          "duplicate", "quality")
@@ -159,7 +161,12 @@ MIX_DECISION_SCHEMA = pa.schema([
     # A selected document's tokens in the shards per occurrence (EOS included); null for the
     # documents the selection rules drop, which the mix never tokenizes.
     pa.field("tokens", pa.int64()),
+    # The candidates in its duplicate group (1: no copy), whatever rule dropped them: what
+    # rehydration weighs and the report buckets removals by.
+    pa.field("group_size", pa.int64(), nullable=False),
 ])
+# SQL over `candidates`: a row's duplicate group size (`MIX_DECISION_SCHEMA.group_size`).
+GROUP_SIZE = "count(*) OVER (PARTITION BY group_id)"
 
 OCCURRENCE_SCHEMA = pa.schema([
     pa.field("doc_id", pa.string(), nullable=False),
@@ -325,13 +332,15 @@ def load_candidates(con: Connection, store: Store, partitions: Sequence[str],
                     curated_sources: Collection[str] = (),
                     verdicts: Sequence[str] = SELECTION_VERDICTS,
                     budget: MemoryBudget | None = None,
-                    heuristics: HeuristicsSelection | None = None) -> list[str]:
+                    heuristics: HeuristicsSelection | None = None,
+                    placement: TaskPlacement | None = None) -> list[str]:
     """Table `candidates` (`CANDIDATE_SCHEMA` and `text_part`, the number of the scrubbed part
     holding the document's text) over `partitions`, part by part; `curated_sources` names the
     sources judged by the curated filter policy, `verdicts` the added annotate stages whose
     `keep` the selection applies; `budget` is the session's (None: the current one);
-    `heuristics` the recipe's heuristic filter (None: the stored verdict). Returns the
-    scrubbed parts' keys by number."""
+    `heuristics` the recipe's heuristic filter (None: the stored verdict); `placement` where
+    the duplicate groups' components may run as tasks (`group_ids`). Returns the scrubbed
+    parts' keys by number."""
     _load(con, store, "docs", DOCUMENTS, partitions, {
         "doc_id": "VARCHAR", "source": "VARCHAR", "url": "VARCHAR", "snapshot": "VARCHAR",
         "licence": "VARCHAR"})
@@ -375,7 +384,7 @@ def load_candidates(con: Connection, store: Store, partitions: Sequence[str],
         raise MixInputError("a doc_id occurs in two partitions")
     curated = {SOURCE_PREFIX + name for name in curated_sources}
     load_memberships(con, store, partitions, curated)
-    group_ids(con, "gathered", "members", "groups", budget)
+    group_ids(con, "gathered", "members", "groups", budget, placement)
     # the first failing verdict in order wins
     verdict_drop = ("CASE " + " ".join(f"WHEN NOT verdict{n} THEN {literal(asset)}"
                                        for n, asset in enumerate(verdicts)) + " END"
@@ -412,7 +421,8 @@ def load_memberships(con: Connection, store: Store, partitions: Sequence[str],
 
 
 def group_ids(con: Connection, documents: str, members: str, result: str,
-              budget: MemoryBudget | None = None) -> None:
+              budget: MemoryBudget | None = None,
+              placement: TaskPlacement | None = None) -> None:
     """Table `result` (`doc_id`, `group_id`): the duplicate group of each document of
     `documents` (`doc_id` unique), the smallest doc_id of its connected component, where each
     row of `members` (`scope`, `cluster_id`, `doc_id`) links a document to the cluster
@@ -420,7 +430,8 @@ def group_ids(con: Connection, documents: str, members: str, result: str,
     recipe leaves out) are skipped: their clusters already hold every link they carry. A
     document in no cluster is its own group. Each member is linked to its cluster's smallest
     doc_id, so every component's nodes are doc_ids and its root is the group id (the
-    components run under `budget`, None: the current one)."""
+    components run under `budget`, None: the current one, or as tasks where `placement` says:
+    `curation.star_components.components_sql`)."""
     con.execute(f"""
         CREATE TABLE _edges AS
         SELECT a, b FROM (
@@ -428,7 +439,7 @@ def group_ids(con: Connection, documents: str, members: str, result: str,
             FROM {members} m SEMI JOIN {documents} d ON d.doc_id = m.doc_id)
         WHERE a <> b""")
     if scalar(con, "SELECT count(*) FROM _edges"):
-        connected_components_sql(con, "_edges", "_components", budget=budget)
+        components_sql(con, "_edges", "_components", placement, budget)
     else:
         con.execute("CREATE TABLE _components (node VARCHAR, root VARCHAR)")
     con.execute(f"CREATE TABLE {result} AS SELECT d.doc_id, coalesce(c.root, d.doc_id) "
@@ -510,10 +521,11 @@ def _top_fraction(table: str, pool: str, fraction: float) -> str:
 
 def select_sql(con: Connection, recipe: RecipeConfig,
                curated_sources: Collection[str] = ()) -> None:
-    """Table `decisions` (`doc_id`, `partition`, `rule`, `kept`, `kept_doc_id`): one per row
-    of `candidates`, the first rule of `RULES` it fails, or `selected`; duplicates name their
-    group's representative (dropped by `quality` itself when below the cut). The web filters
-    (language, heuristics, added verdicts) skip the documents of `curated_sources`."""
+    """Table `decisions` (`doc_id`, `partition`, `rule`, `kept`, `kept_doc_id`, `group_size`):
+    one per row of `candidates`, the first rule of `RULES` it fails, or `selected`; duplicates
+    name their group's representative (dropped by `quality` itself when below the cut). The
+    web filters (language, heuristics, added verdicts) skip the documents of
+    `curated_sources`."""
     web_filter = f"NOT {_in('source', sorted(curated_sources))}"
     language_ok = "coalesce(language_keep, false)"
     if recipe.selection.languages is not None:
@@ -523,6 +535,7 @@ def select_sql(con: Connection, recipe: RecipeConfig,
     con.execute(f"""
         CREATE TABLE judged AS
         SELECT doc_id, partition, source, snapshot, language, text_bytes, group_id,
+               {GROUP_SIZE} AS group_size,
                CASE WHEN isnan(quality_score) THEN NULL ELSE quality_score END AS score,
                CASE WHEN {web_filter} AND NOT ({language_ok}) THEN 'language'
                     WHEN {web_filter} AND NOT coalesce(heuristics_keep, false)
@@ -566,8 +579,9 @@ def select_sql(con: Connection, recipe: RecipeConfig,
         rows = _top_fraction("deduplicated", pool, fraction)
     con.execute(f"""
         CREATE TABLE decisions AS
-        SELECT doc_id, partition, rule, rule = '{SELECTED}' AS kept, kept_doc_id FROM (
-            SELECT doc_id, partition, kept_doc_id,
+        SELECT doc_id, partition, rule, rule = '{SELECTED}' AS kept, kept_doc_id, group_size
+        FROM (
+            SELECT doc_id, partition, kept_doc_id, group_size,
                    CASE WHEN cut THEN 'quality' ELSE coalesce(rule, '{SELECTED}') END AS rule
             FROM ({rows}))""")
     con.execute("DROP TABLE deduplicated")
@@ -590,7 +604,7 @@ def decision_rows(recipe: str, *, tokens: bool = True, removed: str | None = Non
         SELECT d.doc_id, d.partition, {literal(recipe)} AS recipe,
                d.kept AND NOT ({gone}) AS kept,
                CASE WHEN {gone} THEN '{TAKEDOWN}' ELSE d.rule END AS rule, d.kept_doc_id,
-               {"s.tokens" if tokens else "NULL::BIGINT"} AS tokens
+               {"s.tokens" if tokens else "NULL::BIGINT"} AS tokens, d.group_size
         FROM decisions d {"LEFT JOIN selected s ON s.doc_id = d.doc_id" if tokens else ""}
         ORDER BY d.doc_id"""
 
@@ -719,6 +733,13 @@ class _Pool:
     note: str | None = None
 
 
+def _exact(value: str) -> str:
+    """SQL: a DOUBLE as DECIMAL(38, 9), so that its sum is exact and the same in any order: a
+    sum of doubles over DuckDB's threads depends on how they split the rows, and one ulp of a
+    fill budget can give a document one more occurrence."""
+    return f"CAST({value} AS DECIMAL(38, 9))"
+
+
 def _fill(con: Connection, source: str, size: int, budget: float) -> tuple[int, list[int]]:
     """Which of the `size` documents of `source`'s pool in table `ordered` (positions `pos`
     from 1, in fill order) take one more occurrence for `budget` tokens: each in turn while it
@@ -773,7 +794,7 @@ def _phase_pools(con: Connection, recipe: RecipeConfig) -> list[dict[str, _Pool]
         con.execute(f"INSERT INTO pools SELECT {index}, source, doc_id, tokens, weight "
                     f"FROM {rows}")
         stats = {row[0]: row[1:] for row in con.execute(
-            "SELECT source, count(*), round(sum(tokens * weight))::BIGINT, "
+            f"SELECT source, count(*), round(sum({_exact('tokens * weight')}))::BIGINT, "
             "coalesce(max(tokens) FILTER (WHERE weight > 0), 0) FROM pools WHERE phase = ? "
             "GROUP BY source", [index]).fetchall()}
         pools = {}
@@ -859,8 +880,8 @@ def _repeat(con: Connection, recipe: RecipeConfig, index: int,
                      ROWS UNBOUNDED PRECEDING)""")
     con.execute("CREATE OR REPLACE TABLE extra (doc_id VARCHAR)")
     fractions = {name: (int(size), float(budget or 0)) for name, size, budget in con.sql(
-        "SELECT source, count(*), sum(tokens * fraction) FROM due WHERE fraction > 1e-9 "
-        "GROUP BY source").fetchall()}
+        f"SELECT source, count(*), sum({_exact('tokens * fraction')}) FROM due"
+        " WHERE fraction > 1e-9 GROUP BY source").fetchall()}
     for name in planned:
         size, budget = fractions.get(name, (0, 0.0))
         prefix, taken = _fill(con, name, size, budget)
@@ -900,16 +921,13 @@ class MixRun:
 
 def choose_sql(con: Connection) -> None:
     """Table `chosen`: the selected rows of `candidates`, by the scrubbed part holding their
-    text (what `count_tokens_sql` reads part by part), with `group_size`: the candidates in
-    their duplicate group (the copies the recipe's partitions hold, whatever rule dropped
-    them: what rehydration weighs)."""
+    text (what `count_tokens_sql` reads part by part), with the decision's `group_size`."""
     con.execute("""
         CREATE TABLE chosen AS
         SELECT c.doc_id, c.partition, c.source, c.licence, c.language, c.text_bytes, c.text_part,
                CASE WHEN isnan(c.quality_score) THEN NULL ELSE c.quality_score END AS score,
-               c.group_size
-        FROM (SELECT *, count(*) OVER (PARTITION BY group_id) AS group_size FROM candidates) c
-             JOIN decisions d ON d.doc_id = c.doc_id AND d.kept
+               d.group_size
+        FROM candidates c JOIN decisions d ON d.doc_id = c.doc_id AND d.kept
         ORDER BY c.text_part""")
 
 
@@ -1056,12 +1074,14 @@ def drawn(con: Connection, documents: str) -> tuple[int, int]:
 def run_mix(con: Connection, store: Store, recipe: RecipeConfig, *,
             tokenizer: PinnedTokenizer | None = None, curated_sources: Collection[str] = (),
             verdicts: Sequence[str] = SELECTION_VERDICTS,
-            budget: MemoryBudget | None = None) -> MixRun:
-    """`load_candidates` over the recipe's partitions, `select_sql`, the selected documents'
-    exact tokens (`count_tokens_sql`, when a tokenizer is given), then `mix_sql`, in `con`
-    (a session under `budget`, None: the current one)."""
+            budget: MemoryBudget | None = None,
+            placement: TaskPlacement | None = None) -> MixRun:
+    """`load_candidates` over the recipe's partitions (its duplicate groups' components as
+    tasks where `placement` says), `select_sql`, the selected documents' exact tokens
+    (`count_tokens_sql`, when a tokenizer is given), then `mix_sql`, in `con` (a session under
+    `budget`, None: the current one)."""
     text_parts = load_candidates(con, store, recipe.partition_keys(), curated_sources,
-                                 verdicts, budget, recipe.selection.heuristics)
+                                 verdicts, budget, recipe.selection.heuristics, placement)
     select_sql(con, recipe, curated_sources)
     choose_sql(con)
     if tokenizer is not None:
@@ -1135,8 +1155,12 @@ def mix_selected(candidates: pa.Table, decisions: pa.Table, recipe: RecipeConfig
     with duckdb_session() as con:
         _put_candidates(con, candidates)
         con.register("_decisions", decisions)
-        con.execute("CREATE TABLE decisions AS SELECT doc_id, partition, rule, kept, kept_doc_id "
-                    "FROM _decisions")
+        con.execute(f"""
+            CREATE TABLE decisions AS
+            SELECT d.doc_id, d.partition, d.rule, d.kept, d.kept_doc_id, c.group_size
+            FROM _decisions d
+                 JOIN (SELECT doc_id, {GROUP_SIZE} AS group_size FROM candidates) c
+                 ON c.doc_id = d.doc_id""")
         con.unregister("_decisions")
         return _mix_put(con, recipe, token_counts)
 

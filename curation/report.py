@@ -34,8 +34,8 @@ scrubbed text after `edits`. So the funnel ends with the mix's pool of selected 
 occurrences (with repeats) and the shards' real token counts follow in the summary.
 
 Beside the funnel: the documents and estimated tokens the mix's `duplicate` rule removed, per
-size of their duplicate group among the recipe's documents (`DUPLICATE_BUCKETS`; the groups
-rebuilt with the mix's own `group_ids`), and the phase order as the loader serves it
+size of their duplicate group among the recipe's documents (`DUPLICATE_BUCKETS`; each
+decision's `group_size`, as the mix stored it), and the phase order as the loader serves it
 (`curation.loader.served_phases` of the dataset's manifest: phase, sequence range, tokens).
 
 Sample documents (a few per stage, truncated): kept ones show the scrubbed text; removed ones the
@@ -63,7 +63,7 @@ import io
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +73,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curation.config import SOURCE_PREFIX, RecipeConfig
+from curation.config import RecipeConfig
 from curation.duck import duckdb_session, ident, literal, register_parts, scalar
 from curation.graph import (
     ALL,
@@ -92,8 +92,6 @@ from curation.mix import (
     RULES,
     SELECTED,
     TAKEDOWN,
-    group_ids,
-    load_memberships,
 )
 from curation.partition import PartitionLayout
 from curation.pii import scrub_text
@@ -174,7 +172,7 @@ _QUALITY = pa.schema([("doc_id", pa.string()), ("quality_score", pa.float64())])
 _DECISIONS = pa.schema([("doc_id", pa.string()), ("verdict", pa.string()),
                         ("reason", pa.string())])
 _MIX = pa.schema([("doc_id", pa.string()), ("partition", pa.string()), ("rule", pa.string()),
-                  ("tokens", pa.int64())])
+                  ("tokens", pa.int64()), ("group_size", pa.int64())])
 _CLUSTERS = pa.schema([("doc_id", pa.string()), ("cluster_id", pa.string())])
 _RATES = pa.schema([("source", pa.string()), ("rate", pa.float64())])
 # Rows of a partition's frame handled at once: the Python side holds one such batch.
@@ -205,7 +203,7 @@ def _frame_query(con: duckdb.DuckDBPyConnection, store: Store, index: int,
     of the extracted (`tokens`) and of the scrubbed text (`final_tokens`: exact for the
     documents the mix selected), the reason each pipeline stage flags it (null: not flagged),
     the mix's rule, `group_size` (the recipe's documents in its duplicate group: table
-    `group_sizes`) and `copies` (above 1: a doc_id occurs twice in an input); the string
+    `group_sizes`, the mix's) and `copies` (above 1: a doc_id occurs twice in an input); the string
     columns come numbered: decode them with `_decode` and the returned strings.
 
     A query, not a table, and one grouping rather than a join per input: every input's rows
@@ -257,7 +255,7 @@ def _frame_query(con: duckdb.DuckDBPyConnection, store: Store, index: int,
                {", ".join(ident("flag." + stage) for stage, _ in PIPELINE_STAGES)}, g.rule,
                {_estimate("g.text_bytes")} AS tokens,
                coalesce(g.exact_tokens, {_estimate("g.final_bytes")}) AS final_tokens,
-               z.size AS group_size, g.copies
+               z.group_size, g.copies
         FROM (SELECT doc_id, {first("code", 0)} AS source, {first("n", 0)} AS text_bytes,
                      {first("code", 1)} AS language, {first("x", 2)} AS quality_score,
                      {first("n", 3)} AS final_bytes, {first("code", 4)} AS rule,
@@ -672,22 +670,6 @@ def _check_rules(con: duckdb.DuckDBPyConnection, partition: str) -> int:
     return sum(counts.values())
 
 
-def _group_sizes(con: duckdb.DuckDBPyConnection, store: Store, partitions: Sequence[str],
-                 curated_sources: Collection[str]) -> None:
-    """Table `group_sizes` (`doc_id`, `size`): how many of the recipe's documents (the mix's
-    decisions) share each one's duplicate group, the groups rebuilt as the mix builds them
-    (`curation.mix.group_ids` over the same cluster memberships), so the sizes are the ones
-    the mix's rehydration weighs."""
-    con.execute("CREATE TABLE recipe_docs AS SELECT DISTINCT doc_id FROM mix")
-    load_memberships(con, store, partitions,
-                      {SOURCE_PREFIX + name for name in curated_sources})
-    group_ids(con, "recipe_docs", "members", "groups")
-    con.execute("CREATE TABLE group_sizes AS SELECT doc_id, count(*) OVER "
-                "(PARTITION BY group_id) AS size FROM groups")
-    for table in ("recipe_docs", "members", "groups"):
-        con.execute(f"DROP TABLE {table}")
-
-
 def _served(shards: dict[str, Any]) -> dict[str, Any]:
     """The phase groups in the order the loader serves them (`curation.loader.
     served_phases` of the dataset's manifest)."""
@@ -698,11 +680,8 @@ def _served(shards: dict[str, Any]) -> dict[str, Any]:
 
 
 def compute_report(store: Store, recipe: RecipeConfig,
-                   samples_per_stage: int = SAMPLES_PER_STAGE,
-                   curated_sources: Collection[str] = ()) -> dict[str, Any]:
-    """Every figure of the report as plain data (see the module docstring); `curated_sources`
-    names the recipe's sources judged by the curated filter policy (their partitions' groups
-    are linked by exact duplicates only, as the mix links them).
+                   samples_per_stage: int = SAMPLES_PER_STAGE) -> dict[str, Any]:
+    """Every figure of the report as plain data (see the module docstring).
 
     Memory is bounded by the budget (`curation.duck`), not by the number of documents: DuckDB
     joins each partition's stored parts with the mix's decisions (spilling beyond its
@@ -722,10 +701,11 @@ def compute_report(store: Store, recipe: RecipeConfig,
                       "decisions", required=False)
         con.execute("CREATE TABLE cross_drops AS SELECT doc_id, min(reason) AS flag FROM "
                     f"{cross} WHERE verdict = 'drop' GROUP BY doc_id")
+        # a table, not the parts' view: its size known, the join builds on it
+        con.execute("CREATE TABLE group_sizes AS SELECT doc_id, group_size FROM mix")
         con.register("rates", pa.table({"source": list(bytes_per_token),
                                         "rate": list(bytes_per_token.values())},
                                        schema=_RATES))
-        _group_sizes(con, store, partitions, curated_sources)
         queries = []
         for index, partition in enumerate(partitions):
             _view(con, f"p{index}_documents", store, DOCUMENTS, partition, _DOCUMENTS)
@@ -1235,9 +1215,8 @@ class Report:
 
 
 def build_report(store: Store, recipe: RecipeConfig,
-                 samples_per_stage: int = SAMPLES_PER_STAGE,
-                 curated_sources: Collection[str] = ()) -> Report:
-    data = compute_report(store, recipe, samples_per_stage, curated_sources)
+                 samples_per_stage: int = SAMPLES_PER_STAGE) -> Report:
+    data = compute_report(store, recipe, samples_per_stage)
     images = render_plots(data)
     return Report(recipe.name, data, render_html(data, images), images)
 

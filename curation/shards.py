@@ -24,8 +24,8 @@ The output contract the training cluster streams (docs/architecture.md, "Data co
   consecutive sequences that hold tokens of the same phases, each with its `phases` (in the
   recipe's order), `[first_sequence, end_sequence)` and `tokens` per phase (EOS included,
   padding not). Under `concat` that is one run per phase plus one boundary sequence holding the
-  end of a phase and the start of the next; under `best_fit` the sequences still open at a phase
-  change hold both phases and close late, so runs interleave near a boundary. `shuffle`
+  end of a phase and the start of the next; `best_fit` closes its open sequences at a phase
+  change, so each phase is one run of its own and no sequence holds two. `shuffle`
   (`within_phase` or `global`) tells the loader (`curation.loader`) how to serve them.
 - **Determinism.** Outputs depend on the occurrences, the tokenizer and the settings that shape
   them, never on batch sizes, thread or worker counts or the backend: Parquet row groups have a
@@ -696,8 +696,10 @@ class _BestFitPacker:
 
     A piece goes to the open sequence with the least room that holds it, else to a new one; a
     full sequence is written at once; past `window` open sequences the oldest is closed and
-    padded. Sequences are written in the order they close, so the output depends on the input
-    order alone."""
+    padded. At a phase change every open sequence is closed first, so no sequence holds two
+    phases and the curriculum stays exact (at most `window` part-filled sequences a boundary).
+    Sequences are written in the order they close, so the output depends on the input order
+    alone."""
 
     def __init__(self, writer: _ShardWriter, seq_len: int, pad_id: int, window: int) -> None:
         self.writer, self.seq_len, self.pad_id, self.window = writer, seq_len, pad_id, window
@@ -706,11 +708,15 @@ class _BestFitPacker:
         self.serial = 0
         self.owners: dict[int, tuple[str, int, str]] = {}  # handle -> doc_id, occurrence, phase
         self.handle = 0
+        self.phase: str | None = None
 
     def add(self, docs: _Docs, tokens: np.ndarray, lengths: np.ndarray) -> None:
         ends = np.cumsum(lengths).tolist()
         doc_ids, phases = docs.doc_id.to_pylist(), docs.phase.to_pylist()
         for row, (end, length) in enumerate(zip(ends, lengths.tolist(), strict=True)):
+            if phases[row] != self.phase:
+                self.finish()
+                self.phase = phases[row]
             self.owners[self.handle] = (doc_ids[row], int(docs.occurrence[row]), phases[row])
             self._place(tokens[end - length : end], self.handle)
             self.handle += 1

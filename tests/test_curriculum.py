@@ -104,8 +104,8 @@ def test_the_manifest_curriculum_is_what_the_spans_hold(builds, packing) -> None
     if packing == "concat":  # one boundary sequence between the two phases
         assert [run["phases"] for run in expected] == [["main"], ["main", "anneal"], ["anneal"]]
         assert expected[1]["end_sequence"] - expected[1]["first_sequence"] == 1
-    else:  # sequences open at the phase change close late: runs interleave
-        assert len(expected) > 3
+    else:  # the open sequences close at the phase change: no sequence holds both
+        assert [run["phases"] for run in expected] == [["main"], ["anneal"]]
 
 
 def test_a_parallel_build_records_the_same_curriculum(builds, gpt2, tmp_path) -> None:
@@ -128,10 +128,9 @@ def test_served_phases_lists_the_groups_in_serving_order(builds) -> None:
         ("main", 0, boundary), ("main/anneal", boundary, boundary + 1),
         ("anneal", boundary + 1, concat["totals"]["sequences"])]
     assert sum(s.tokens for s in served) == concat["totals"]["tokens"]
-    best_fit = served_phases(read_manifest(builds["best_fit"]))
-    names = [s.phase for s in best_fit]
-    assert names == sorted(names, key=["main", "main/anneal", "anneal"].index)
-    assert [s.first for s in best_fit] != sorted(s.first for s in best_fit)  # reordered
+    best_fit = read_manifest(builds["best_fit"])
+    assert [s.phase for s in served_phases(best_fit)] == ["main", "anneal"]
+    assert sum(s.tokens for s in served_phases(best_fit)) == best_fit["totals"]["tokens"]
     assert [tuple(s) for s in served_phases(read_manifest(builds["global"]))] == [
         ("main/anneal", 0, concat["totals"]["sequences"], concat["totals"]["tokens"])]
 
@@ -139,12 +138,13 @@ def test_served_phases_lists_the_groups_in_serving_order(builds) -> None:
 # --- serving order ---------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("packing", ["concat", "best_fit"])
 @pytest.mark.parametrize("world_size", [1, 2])
 @pytest.mark.parametrize("validation_fraction", [0.0, 0.1])
 def test_every_anneal_token_comes_after_every_main_token_in_each_rank(
-        builds, world_size, validation_fraction) -> None:
-    dataset = ShardDataset(builds["concat"])
-    pieces = sequence_phases(builds["concat"])
+        builds, packing, world_size, validation_fraction) -> None:
+    dataset = ShardDataset(builds[packing])
+    pieces = sequence_phases(builds[packing])
     epochs = []
     for rank in range(world_size):
         sampler = sampler_for(dataset, rank=rank, world_size=world_size,
@@ -161,20 +161,13 @@ def test_every_anneal_token_comes_after_every_main_token_in_each_rank(
         epochs[0])  # deterministic from the seed
 
 
-@pytest.mark.parametrize("world_size", [1, 2])
-def test_best_fit_serves_pure_main_sequences_before_any_anneal_token(builds, world_size) -> None:
-    dataset = ShardDataset(builds["best_fit"])
+def test_best_fit_closes_its_open_sequences_at_the_phase_change(builds) -> None:
     pieces = sequence_phases(builds["best_fit"])
-    for rank in range(world_size):
-        served = list(sampler_for(dataset, rank=rank, world_size=world_size))
-        held = [holds(pieces, s) for s in served]
-        with_anneal = [i for i, h in enumerate(held) if "anneal" in h]
-        with_main = [i for i, h in enumerate(held) if "main" in h]
-        assert max(i for i, h in enumerate(held) if h == {"main"}) < min(with_anneal)
-        assert max(with_main) < min(i for i, h in enumerate(held) if h == {"anneal"})
-        # in file order, some anneal-only sequences precede main-only ones: the loader reorders
-        assert any(h == {"anneal"} and holds(pieces, s + 1) == {"main"}
-                   for s, h in ((s, holds(pieces, s)) for s in range(len(dataset) - 1)))
+    held = [holds(pieces, s) for s in range(len(pieces))]
+    assert all(len(h) == 1 for h in held)
+    change = held.index({"anneal"})
+    assert held[:change] == [{"main"}] * change and {"anneal"} == set().union(*held[change:])
+    assert ShardDataset(builds["best_fit"]).padding(change - 1) > 0  # closed part-filled
 
 
 def test_resume_across_the_phase_boundary_gives_the_same_rest(builds) -> None:

@@ -12,13 +12,14 @@ import math
 import random
 from collections import Counter, defaultdict
 
+import duckdb
 import pyarrow as pa
 import pytest
 
 from curation.components import in_memory
 from curation.config import RecipeConfig
 from curation.duck import MemoryBudget
-from curation.mix import SELECTED, build_mix, gather_candidates, share_failures
+from curation.mix import SELECTED, _exact, build_mix, gather_candidates, share_failures
 from curation.partition import Manifest, PartitionLayout
 from curation.storage import LocalStore
 
@@ -199,3 +200,21 @@ def test_a_store_other_than_local_gives_the_same_mix(s3_endpoint, tmp_path) -> N
     for name in ("occurrences", "decisions", "shares"):
         assert getattr(there, name).equals(getattr(here, name)), name
     assert here.occurrences.num_rows > 0
+
+
+def test_a_fill_budget_sums_to_the_same_value_in_any_order_on_any_threads() -> None:
+    """The repeats' fill budgets are sums of `tokens x fraction` doubles; summed as doubles over
+    DuckDB's threads, their last bits depend on how the threads split the rows, which once gave
+    one build an occurrence more than another of the same inputs."""
+    rng = random.Random(11)
+    rows = [(rng.randint(1, 5000), rng.random()) for _ in range(400_000)]
+    sums = set()
+    for threads, order in ((1, rows), (4, rows), (4, rows[::-1])):
+        with duckdb.connect() as con:
+            con.execute(f"SET threads = {threads}")
+            con.register("due", pa.table({"tokens": [t for t, _ in order],
+                                          "fraction": [f for _, f in order]}))
+            sums.add(con.execute(f"SELECT sum({_exact('tokens * fraction')}) FROM due"
+                                 ).fetchall()[0][0])
+    assert len(sums) == 1
+    assert math.isclose(float(sums.pop()), sum(t * f for t, f in rows), rel_tol=1e-9)

@@ -114,13 +114,17 @@ def _rerun(sample_run, folder: Path, address: str | None) -> dict[str, object]:
         _drop(store, asset, snapshot)
     for asset in (CROSS_DEDUP, MIX, SHARDS):
         _drop(store, asset)
+    # the connected components (dedup_clusters', cross_dedup's, the mix's) as star rounds of
+    # tasks, spread over the nodes
+    pipeline = pipeline.model_copy(update={"dedup": pipeline.dedup.model_copy(
+        update={"components": "tasks"})})
     with backend(address):
         for asset in (LINE_DEDUP, DEDUP_CLUSTERS):
-            run_partition_dedup(DocumentsInput(store, snapshot), asset, pipeline.dedup,
-                                {}, WORKERS)
+            run_partition_dedup(DocumentsInput(store, snapshot), asset, pipeline.dedup, {},
+                                WORKERS)
         run_cross_dedup(store, partitions, pipeline.dedup, workers=WORKERS)
         build_and_store_mix(store, RECIPE, recipe, load_stored_tokenizer(store, RECIPE),
-                            pipeline)
+                            pipeline, workers=WORKERS)
         shards = run_shards(store, RECIPE, recipe, pipeline, WORKERS)
     return {"line_dedup": _hashes(store, LINE_DEDUP, snapshot),
             "dedup_clusters": _hashes(store, DEDUP_CLUSTERS, snapshot),

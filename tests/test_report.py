@@ -53,7 +53,7 @@ def built(sample_run):
     store = LocalStore(str(sample_run.root))
     curated = curated_sources(pipeline, recipe)
     return types.SimpleNamespace(store=store, recipe=recipe, curated=curated,
-                                 report=build_report(store, recipe, curated_sources=curated))
+                                 report=build_report(store, recipe))
 
 
 def test_the_report_has_every_section(built) -> None:

@@ -70,6 +70,7 @@ from curation.shards import (
     plan_shards,
     store_planned_shards,
 )
+from curation.star_components import TaskPlacement
 from curation.storage import LocalStore, Store
 from curation.takedowns import (
     EMPTY_VERSION,
@@ -256,16 +257,18 @@ def write_rows(con: duckdb.DuckDBPyConnection, query: str, schema: pa.Schema,
 
 def build_and_store_mix(store: Store, recipe_name: str, recipe: RecipeConfig,
                         tokenizer: PinnedTokenizer, pipeline: PipelineConfig,
-                        run_id: str | None = None) -> MixBuild:
+                        run_id: str | None = None, workers: int = 0) -> MixBuild:
     """The recipe's mix, rebuilt only when its version changed, under its partition's lock.
     Memory: the mix's DuckDB session under the current budget (`curation.mix`), then its
-    decisions and occurrences streamed to the store `PART_ROWS` rows at a time."""
+    decisions and occurrences streamed to the store `PART_ROWS` rows at a time. The duplicate
+    groups' components run as tasks on `workers` where `dedup.components` says
+    (`curation.star_components.on_tasks`)."""
     with hold_locks(store, [MIX], recipe_name, run_id=run_id):
-        return _mix(store, recipe_name, recipe, tokenizer, pipeline)
+        return _mix(store, recipe_name, recipe, tokenizer, pipeline, workers)
 
 
 def _mix(store: Store, recipe_name: str, recipe: RecipeConfig, tokenizer: PinnedTokenizer,
-         pipeline: PipelineConfig) -> MixBuild:
+         pipeline: PipelineConfig, workers: int) -> MixBuild:
     layout = PartitionLayout(store, MIX, recipe_name)
     takedowns = current_takedowns(store)
     curated = curated_sources(pipeline, recipe)
@@ -276,8 +279,11 @@ def _mix(store: Store, recipe_name: str, recipe: RecipeConfig, tokenizer: Pinned
     existing = layout.read_manifest()
     if existing is not None and existing.version == version:
         return MixBuild(existing, None)
+    placement = TaskPlacement(store, f"{layout.prefix}/_work/components", workers,
+                              pipeline.dedup.components)
     with duckdb_session() as con:
-        run = run_mix(con, store, recipe, tokenizer=tokenizer, curated_sources=curated)
+        run = run_mix(con, store, recipe, tokenizer=tokenizer, curated_sources=curated,
+                      placement=placement)
         taken = apply_takedowns(con, store, recipe, takedowns)
         selected = scalar(con, f"SELECT count(*) FROM decisions WHERE kept AND doc_id NOT IN "
                                f"(SELECT doc_id FROM {TAKEN_DOWN})")

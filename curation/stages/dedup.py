@@ -24,7 +24,9 @@ reduce per bucket compares the two signatures and writes the pairs that pass
 (`verify_pairs_sql`): one bucket of pairs and signatures per task, and a signature crosses the
 exchange once, not once per band (exchange bytes a document in
 `benchmarks/results/near_dup_recall.md`). The parent's session runs the connected components
-over the edges and ranks, with the per-part ranking facts the workers wrote. The parent's
+over the edges (or, on a Ray cluster, large-star/small-star tasks over the exchange do:
+`dedup.components`, `curation.star_components`) and ranks, with the per-part ranking facts the
+workers wrote. The parent's
 DuckDB session is under the memory budget and its sorted results are streamed into local
 Parquet files (`write_parquet_file`, the bytes `parquet_bytes` gives) that the task uploads by
 streaming. Peak memory: one part in a map task, one bucket within its
@@ -68,11 +70,11 @@ from curation.dedup import (
     bands_of,
     candidate_pairs_sql,
     choose_kept_sql,
-    edge_clusters_sql,
     key_clusters_sql,
     rebanded_columns,
     rebanded_rows,
     signature_table,
+    stored_edge_clusters_sql,
     string_hash,
     text_hash,
     url_hash,
@@ -105,6 +107,7 @@ from curation.partition import Manifest, PartitionLayout
 from curation.schema import DECISION_SCHEMA
 from curation.stages.base import DocumentsInput
 from curation.stages.line_dedup import run_line_dedup
+from curation.star_components import TaskPlacement
 from curation.stats import StageStats
 from curation.storage import LocalStore, Store, parquet_bytes, read_parquet
 from curation.tasks import PartitionResult, PartitionRun, TaskOutput, hold_locks, run_partition
@@ -525,9 +528,11 @@ class ClusterWork:
             edges, stats = self._verify(work, exchange, written, signed,
                                         [sigs for _, sigs in mapped], verification)
         files = _part_facts(store, work, [partition], [], self.workers)
+        placement = TaskPlacement(store, f"{work}/components", self.workers,
+                                  self.settings.components)
         with duckdb_session() as con, ResultFiles() as local:
-            register_parts(con, "edges", store, edges, schema=EDGE_SCHEMA)
-            clusters = edge_clusters_sql(con, "edges", "clusters", reduce_stats(stats))
+            clusters = stored_edge_clusters_sql(con, edges, "clusters", reduce_stats(stats),
+                                                placement)
             register_parts(con, "facts", store, files.facts, schema=FACTS_SCHEMA)
             return _reduced(_decide(con, clusters, self.stage, local), len(stats))
 
@@ -565,7 +570,7 @@ def run_partition_dedup(documents: DocumentsInput, stage: str, settings: DedupSe
         return run_line_dedup(documents, settings, upstream_versions, workers)
     work = ClusterWork(documents, stage, settings, workers)
     version = stable_hash({"kernel": KERNEL_VERSION, "stage": stage,
-                           "settings": settings.model_dump(mode="json"),
+                           "settings": settings.shaping(),
                            "documents": documents.data_version(), **upstream_versions})
     run = PartitionRun(documents.store, stage, documents.partition, version)
     return run_partition(run, 1, work, workers=0)
@@ -585,7 +590,7 @@ class CrossRun:
 
 def cross_dedup_version(store: Store, partitions: list[str], settings: DedupSettings) -> str:
     """The links' version: the kernel, the settings and every partition's documents."""
-    return stable_hash({"kernel": KERNEL_VERSION, "settings": settings.model_dump(),
+    return stable_hash({"kernel": KERNEL_VERSION, "settings": settings.shaping("python"),
                         DOCUMENTS: {p: DocumentsInput(store, p).data_version()
                                     for p in partitions}})
 
@@ -616,7 +621,10 @@ def run_cross_dedup(store: Store, partitions: list[str], settings: DedupSettings
                             for partition in added)
                 with duckdb_session() as con:
                     register_parts(con, "facts", store, files.facts, schema=FACTS_SCHEMA)
-                    output = _decide(con, index.clusters_sql(con, "clusters"), CROSS, local)
+                    placement = TaskPlacement(store, f"{work}/components", workers,
+                                              settings.components)
+                    output = _decide(con, index.clusters_sql(con, "clusters", placement),
+                                     CROSS, local)
             layout.prepare(version)
             manifest = Manifest(
                 CROSS, ALL, version, [layout.write_part(0, output.tables["part"])],
@@ -686,7 +694,7 @@ def _drop_stale_index(store: Store, partitions: list[str], settings: DedupSettin
                       folder: Path) -> None:
     """The index is append-only: when an indexed partition's documents changed (or it is gone),
     or the settings changed, it is rebuilt from scratch rather than patched."""
-    state = {"settings": settings.model_dump(mode="json"),
+    state = {"settings": settings.shaping(),
              "documents": {p: DocumentsInput(store, p).data_version() for p in partitions}}
     path = folder / "state.json"
     if path.exists():

@@ -1,0 +1,277 @@
+"""Connected components as tasks over the exchange: alternating large-star and small-star rounds
+(Kiveris et al., "Connected Components in MapReduce and Beyond", SoCC 2014), no Dagster.
+
+`exchange_components` takes edge objects in the store (`doc_id`, `other_doc_id`: any string
+nodes) and writes, per bucket, every node with the smallest node of its component (`node`,
+`root`): the answer `curation.components.connected_components_sql` gives, found without any
+process ever holding more than one bucket. Each round is one set of tasks (`map_tasks`: the
+local pool or Ray), one per bucket of the exchange (`curation.exchange`), each reading the
+directed edges `(u, v)` of the nodes `u` its bucket holds and writing its output edges, both
+directions, into the next round's buckets:
+
+- large-star: every node `u` links each strictly larger neighbour to `m(u)`, the smallest of
+  `u` and its neighbours;
+- small-star: every node `u` links itself and each smaller neighbour to the smallest of them.
+
+Neither step ever adds edges (each output edge replaces one input edge), so a round's objects
+are no larger than the first's. A large-star changes nothing when every node that has larger
+neighbours is its own `m(u)`; a small-star, when no node has two smaller neighbours. When a
+large-star and the small-star after it both change nothing, every component is a star centred
+on its smallest node (the paper's fixed point), and a last task per bucket labels each node
+with its smallest neighbour or itself. Rounds grow with the logarithm of the component
+diameter, not with the number of nodes.
+
+Memory: one bucket per task, grouped by DuckDB within its share of the budget
+(`task_settings`), its output streamed out in batches of `OUTPUT_BATCH` rows. Buckets are
+sized from the edge count (`bucket_count`); a node of very high degree keeps its edges in one
+bucket, which DuckDB spills.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+
+from curation.components import connected_components_sql, in_memory
+from curation.duck import (
+    MemoryBudget,
+    current_budget,
+    duckdb_session,
+    ident,
+    register_parts,
+    scalar,
+)
+from curation.exchange import Exchange, bucket_count, scratch_bytes, task_settings
+from curation.executor import map_tasks, ray_address
+from curation.storage import Store
+
+DIRECTED_SCHEMA = pa.schema([("u", pa.string()), ("v", pa.string())])
+LABEL_SCHEMA = pa.schema([("node", pa.string()), ("root", pa.string())])
+DIRECTED_ROW_BYTES = 96
+"""The sizing allowance for one directed edge of two doc_id strings in a reduce task (the row,
+its hash and the grouping's entry): an estimate, as `curation.components.ROW_BYTES`."""
+OUTPUT_BATCH = 1 << 20
+EDGE_OBJECT_ROWS = 1 << 21
+MAX_ROUNDS = 200
+"""Large-star/small-star pairs before giving up: the paper bounds them by O(log² n); a graph
+of 2^64 nodes needs far fewer than this."""
+
+# A round's SQL over `edges` (u, v; both directions, duplicates possible) -> `out` (x, y) and
+# the nodes whose step changed the edges.
+_NEIGHBOURS = "CREATE TABLE nb AS SELECT DISTINCT u, v FROM edges WHERE u <> v"
+_LARGE = """
+    CREATE TABLE m AS SELECT u, least(u, min(v)) AS m, max(v) > u AS has_larger
+    FROM nb GROUP BY u;
+    CREATE TABLE out AS SELECT nb.v AS x, m.m AS y FROM nb JOIN m USING (u) WHERE nb.v > nb.u"""
+_LARGE_CHANGED = "SELECT count(*) FROM m WHERE has_larger AND m < u"
+_SMALL = """
+    CREATE TABLE m AS SELECT u, min(v) AS m, count(*) AS smaller
+    FROM nb WHERE v < u GROUP BY u;
+    CREATE TABLE out AS
+    SELECT nb.v AS x, m.m AS y FROM nb JOIN m USING (u) WHERE nb.v < nb.u AND nb.v <> m.m
+    UNION ALL SELECT u, m FROM m"""
+_SMALL_CHANGED = "SELECT count(*) FROM m WHERE smaller > 1"
+
+
+@dataclass(frozen=True)
+class ComponentsOutput:
+    """`labels`: objects of (`node`, `root`) rows, one per non-empty bucket, each sorted by
+    node, every node of the edges once; `rounds`: large-star/small-star pairs run; `changed`:
+    per pair, the nodes whose large-star and small-star steps changed the edges; `buckets`: the
+    exchange's bucket count."""
+
+    labels: list[str]
+    rounds: int
+    changed: list[int]
+    buckets: int
+
+
+Written = list[tuple[int, str]]  # (bucket, object key) pairs a task wrote
+
+
+def on_tasks(mode: str, rows: int, budget: MemoryBudget | None = None) -> bool:
+    """Whether the components of `rows` edges run as tasks (`mode` `tasks`; or `auto` on a Ray
+    cluster once their nodes, at most two an edge, outgrow the parent's in-memory union-find
+    under `budget`: `curation.components.in_memory`) rather than in the parent's session
+    (`parent`). On one machine the parent's session is the faster (benchmarks/results/
+    scale.md, "Components as tasks"); tasks spread the work and the memory over a cluster."""
+    if mode != "auto":
+        return mode == "tasks"
+    return ray_address() is not None and not in_memory(2 * rows, budget or current_budget())
+
+
+def exchange_components(store: Store, prefix: str, edges: Sequence[str], rows: int,
+                        workers: int, buckets: int | None = None,
+                        columns: tuple[str, str] = ("doc_id", "other_doc_id")
+                        ) -> ComponentsOutput:
+    """The connected components of the edge objects `edges` (string `columns`; `rows` in
+    all), as tasks over exchanges under `prefix` in `store` (removed as they are read); see
+    the module. `buckets` overrides the count sized from `rows`."""
+    buckets = buckets or bucket_count(2 * rows, DIRECTED_ROW_BYTES, workers=workers)
+    loops = Exchange(store, f"{prefix}/loops", buckets)
+    exchange = Exchange(store, f"{prefix}/step-000", buckets)
+    seeded = map_tasks(_Seed(exchange, loops, workers, columns), list(enumerate(edges)),
+                       workers)
+    current = _gather([pairs for pairs, _ in seeded], buckets)
+    changed: list[int] = []
+    while not changed or changed[-1]:
+        if len(changed) == MAX_ROUNDS:
+            raise RuntimeError(f"connected components: no fixed point after {MAX_ROUNDS} "
+                               "large-star/small-star rounds")
+        changes = 0
+        for large in (True, False):
+            step = Exchange(store, f"{prefix}/step-{2 * len(changed) + 1 + (not large):03d}",
+                            buckets)
+            results = map_tasks(_Star(step, workers, large), _tasks(current), workers)
+            store.delete_prefix(exchange.prefix)
+            exchange, current = step, _gather([pairs for pairs, _ in results], buckets)
+            changes += sum(count for _, count in results)
+        changed.append(changes)
+    isolated = _gather([pairs for _, pairs in seeded], buckets)
+    labels = map_tasks(_Label(store, f"{prefix}/labels", workers),
+                       [(bucket, current[bucket], isolated[bucket]) for bucket in range(buckets)
+                        if current[bucket] or isolated[bucket]], workers)
+    store.delete_prefix(exchange.prefix)
+    store.delete_prefix(loops.prefix)
+    return ComponentsOutput(labels, len(changed), changed, buckets)
+
+
+@dataclass(frozen=True)
+class TaskPlacement:
+    """Where a step's connected components may run as tasks: the store and the work prefix
+    of their exchange, the workers, and the `dedup.components` mode (`on_tasks`)."""
+
+    store: Store
+    prefix: str
+    workers: int
+    mode: str = "auto"
+
+
+def components_sql(con: duckdb.DuckDBPyConnection, edges: str, result: str,
+                   placement: TaskPlacement | None, budget: MemoryBudget | None = None) -> int:
+    """Table `result` (`node`, `root`) for the relation `edges` (string `a`, `b`): as tasks
+    over the exchange when `placement` asks for them (the edges first streamed to objects
+    under its prefix, `EDGE_OBJECT_ROWS` rows each, everything under it removed after), else
+    `connected_components_sql` in this session. Returns the rounds."""
+    rows = scalar(con, f"SELECT count(*) FROM {edges}")
+    if placement is None or not on_tasks(placement.mode, rows, budget):
+        return connected_components_sql(con, edges, result, budget=budget).rounds
+    store, prefix = placement.store, placement.prefix
+    reader = con.sql(f"SELECT a, b FROM {edges}").to_arrow_reader(EDGE_OBJECT_ROWS)
+    keys = []
+    try:
+        for number, batch in enumerate(reader):
+            keys.append(f"{prefix}/edges/{number:06d}.parquet")
+            store.write_bytes(keys[-1], scratch_bytes(pa.Table.from_batches([batch])))
+    finally:
+        reader.close()
+    output = exchange_components(store, f"{prefix}/components", keys, rows, placement.workers,
+                                 columns=("a", "b"))
+    register_parts(con, "_star_labels", store, output.labels, schema=LABEL_SCHEMA)
+    con.execute(f"CREATE TABLE {result} AS SELECT node, root FROM _star_labels")
+    store.delete_prefix(prefix)
+    return output.rounds
+
+
+def _gather(written: list[Written], buckets: int) -> list[list[str]]:
+    """Per bucket, the objects the tasks wrote, in task order."""
+    found: list[list[str]] = [[] for _ in range(buckets)]
+    for pairs in written:
+        for bucket, key in pairs:
+            found[bucket].append(key)
+    return found
+
+
+def _tasks(current: list[list[str]]) -> list[tuple[int, list[str]]]:
+    return [(bucket, objects) for bucket, objects in enumerate(current) if objects]
+
+
+@dataclass(frozen=True)
+class _Seed:
+    """Map task: one edge object's pairs, both directions, into the first step's buckets; a
+    pair of a node with itself goes to `loops` instead, so a node with no other edge still
+    gets its label. Returns the objects written to each."""
+
+    exchange: Exchange
+    loops: Exchange
+    workers: int
+    columns: tuple[str, str]
+
+    def __call__(self, task: tuple[int, str]) -> tuple[Written, Written]:
+        index, key = task
+        with duckdb_session(task_settings(self.workers)) as con:
+            register_parts(con, "pairs", self.exchange.store, [key], list(self.columns))
+            x, y = (ident(column) for column in self.columns)
+            con.execute(f"CREATE VIEW out AS SELECT {x} AS x, {y} AS y FROM pairs"
+                        f" WHERE {x} <> {y}")
+            con.execute(f"CREATE VIEW loop AS SELECT {x} AS x, {x} AS y FROM pairs WHERE {x} = {y}")
+            return (_send(con, "out", self.exchange, f"s{index:05d}"),
+                    _send(con, "loop", self.loops, f"s{index:05d}", both=False))
+
+
+@dataclass(frozen=True)
+class _Star:
+    """Reduce task: one bucket's large-star (`large`) or small-star step; its output edges go
+    to `exchange`, both directions. Returns the objects written and how many nodes changed
+    their edges."""
+
+    exchange: Exchange
+    workers: int
+    large: bool
+
+    def __call__(self, task: tuple[int, list[str]]) -> tuple[Written, int]:
+        bucket, objects = task
+        with duckdb_session(task_settings(self.workers)) as con:
+            register_parts(con, "edges", self.exchange.store, objects, schema=DIRECTED_SCHEMA)
+            con.execute(_NEIGHBOURS)
+            con.execute(_LARGE if self.large else _SMALL)
+            changed = scalar(con, _LARGE_CHANGED if self.large else _SMALL_CHANGED)
+            return _send(con, "out", self.exchange, f"b{bucket:05d}"), changed
+
+
+@dataclass(frozen=True)
+class _Label:
+    """Reduce task: at the fixed point, each node of the bucket with the smallest of itself
+    and its neighbours (its star's centre), and each node only ever linked to itself with
+    itself, as one object sorted by node."""
+
+    store: Store
+    prefix: str
+    workers: int
+
+    def __call__(self, task: tuple[int, list[str], list[str]]) -> str:
+        bucket, objects, loops = task
+        with duckdb_session(task_settings(self.workers)) as con:
+            register_parts(con, "edges", self.store, objects, schema=DIRECTED_SCHEMA)
+            register_parts(con, "loops", self.store, loops, schema=DIRECTED_SCHEMA)
+            table = con.sql("""
+                SELECT u AS node, min(root) AS root FROM (
+                    SELECT u, least(u, v) AS root FROM edges UNION ALL SELECT u, u FROM loops)
+                GROUP BY u ORDER BY u""").to_arrow_table()
+        key = f"{self.prefix}/labels-{bucket:05d}.parquet"
+        self.store.write_bytes(key, scratch_bytes(table.cast(LABEL_SCHEMA)))
+        return key
+
+
+def _send(con: duckdb.DuckDBPyConnection, relation: str, exchange: Exchange, label: str, *,
+          both: bool = True) -> Written:
+    """The rows (x, y) of `relation` into `exchange` as directed edges (u, v) keyed by `u`,
+    both ways unless `both` is false, in batches of `OUTPUT_BATCH` rows."""
+    directed = f"SELECT x AS u, y AS v FROM {relation}"
+    if both:
+        directed += f" UNION ALL SELECT y, x FROM {relation}"
+    reader = con.sql(f"SELECT u, v, hash(u) AS key FROM ({directed})").to_arrow_reader(
+        OUTPUT_BATCH)
+    written: Written = []
+    try:
+        for number, batch in enumerate(reader):
+            table = pa.Table.from_batches([batch])
+            written.extend(exchange.write(f"{label}-{number:05d}",
+                                          table.select(["u", "v"]).cast(DIRECTED_SCHEMA),
+                                          table["key"].to_numpy()).items())
+    finally:
+        reader.close()
+    return written
