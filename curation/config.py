@@ -279,10 +279,10 @@ class DedupSettings(_Strict):
                 f"({self.minhash.bands} * {self.minhash.rows} = {self.minhash.permutations})")
         return self
 
-    def shaping(self, mode: Literal["json", "python"] = "json") -> dict[str, Any]:
+    def shaping(self) -> dict[str, Any]:
         """The settings that shape the results (`model_dump`), for versions: not where the
         components run, which gives the same clusters."""
-        return self.model_dump(mode=mode, exclude={"components"})
+        return self.model_dump(mode="json", exclude={"components"})
 
     def verification(self) -> Verification | None:
         """The near-duplicate verification these settings ask for (None: FineWeb parity)."""

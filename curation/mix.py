@@ -438,10 +438,7 @@ def group_ids(con: Connection, documents: str, members: str, result: str,
             SELECT m.doc_id AS a, min(m.doc_id) OVER (PARTITION BY m.scope, m.cluster_id) AS b
             FROM {members} m SEMI JOIN {documents} d ON d.doc_id = m.doc_id)
         WHERE a <> b""")
-    if scalar(con, "SELECT count(*) FROM _edges"):
-        components_sql(con, "_edges", "_components", placement, budget)
-    else:
-        con.execute("CREATE TABLE _components (node VARCHAR, root VARCHAR)")
+    components_sql(con, "_edges", "_components", placement, budget)
     con.execute(f"CREATE TABLE {result} AS SELECT d.doc_id, coalesce(c.root, d.doc_id) "
                 f"AS group_id FROM {documents} d LEFT JOIN _components c ON c.node = d.doc_id")
     con.execute("DROP TABLE _edges")

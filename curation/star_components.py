@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import duckdb
 import pyarrow as pa
@@ -54,7 +55,6 @@ DIRECTED_ROW_BYTES = 96
 """The sizing allowance for one directed edge of two doc_id strings in a reduce task (the row,
 its hash and the grouping's entry): an estimate, as `curation.components.ROW_BYTES`."""
 OUTPUT_BATCH = 1 << 20
-EDGE_OBJECT_ROWS = 1 << 21
 MAX_ROUNDS = 200
 """Large-star/small-star pairs before giving up: the paper bounds them by O(log² n); a graph
 of 2^64 nodes needs far fewer than this."""
@@ -79,17 +79,20 @@ _SMALL_CHANGED = "SELECT count(*) FROM m WHERE smaller > 1"
 @dataclass(frozen=True)
 class ComponentsOutput:
     """`labels`: objects of (`node`, `root`) rows, one per non-empty bucket, each sorted by
-    node, every node of the edges once; `rounds`: large-star/small-star pairs run; `changed`:
-    per pair, the nodes whose large-star and small-star steps changed the edges; `buckets`: the
-    exchange's bucket count."""
+    node, every node of the edges once; `changed`: per large-star/small-star pair, the nodes
+    whose steps changed the edges (the last is 0); `buckets`: the exchange's bucket count."""
 
     labels: list[str]
-    rounds: int
     changed: list[int]
     buckets: int
 
+    @property
+    def rounds(self) -> int:
+        """Large-star/small-star pairs run."""
+        return len(self.changed)
 
-Written = list[tuple[int, str]]  # (bucket, object key) pairs a task wrote
+
+Written = list[dict[int, str]]  # what a task wrote: bucket -> object key, one dict a batch
 
 
 def on_tasks(mode: str, rows: int, budget: MemoryBudget | None = None) -> bool:
@@ -110,12 +113,48 @@ def exchange_components(store: Store, prefix: str, edges: Sequence[str], rows: i
     """The connected components of the edge objects `edges` (string `columns`; `rows` in
     all), as tasks over exchanges under `prefix` in `store` (removed as they are read); see
     the module. `buckets` overrides the count sized from `rows`."""
-    buckets = buckets or bucket_count(2 * rows, DIRECTED_ROW_BYTES, workers=workers)
-    loops = Exchange(store, f"{prefix}/loops", buckets)
-    exchange = Exchange(store, f"{prefix}/step-000", buckets)
-    seeded = map_tasks(_Seed(exchange, loops, workers, columns), list(enumerate(edges)),
-                       workers)
-    current = _gather([pairs for pairs, _ in seeded], buckets)
+    first = _Exchanges(store, prefix, buckets or bucket_count(2 * rows, DIRECTED_ROW_BYTES,
+                                                              workers=workers))
+    seeded = map_tasks(_Seed(first, workers, columns), list(enumerate(edges)), workers)
+    return _rounds(first, [pairs for pairs, _ in seeded], [loops for _, loops in seeded],
+                   workers)
+
+
+@dataclass(frozen=True)
+class _Exchanges:
+    """The first step's exchange and the side exchange of self-linked nodes, under `prefix`."""
+
+    store: Store
+    prefix: str
+    buckets: int
+
+    @property
+    def edges(self) -> Exchange:
+        return Exchange(self.store, f"{self.prefix}/step-000", self.buckets)
+
+    @property
+    def loops(self) -> Exchange:
+        return Exchange(self.store, f"{self.prefix}/loops", self.buckets)
+
+    def seed(self, con: duckdb.DuckDBPyConnection, relation: str, x: str, y: str,
+             label: str) -> tuple[Written, Written]:
+        """The pairs (`x`, `y`) of `relation` into the first step, both ways; a pair of a
+        node with itself into `loops` instead, so a node with no other edge still gets its
+        label."""
+        con.execute(f"CREATE OR REPLACE TEMP VIEW _seed_out AS SELECT {x} AS x, {y} AS y"
+                    f" FROM {relation} WHERE {x} <> {y}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW _seed_loop AS SELECT {x} AS x, {x} AS y"
+                    f" FROM {relation} WHERE {x} = {y}")
+        return (_send(con, "_seed_out", self.edges, label),
+                _send(con, "_seed_loop", self.loops, label, both=False))
+
+
+def _rounds(first: _Exchanges, seeded: list[Written], loops: list[Written],
+            workers: int) -> ComponentsOutput:
+    """Large-star/small-star pairs from the seeded first step to the fixed point, then the
+    labels; every exchange is removed once read."""
+    store, exchange = first.store, first.edges
+    current = exchange.gather(chain.from_iterable(seeded))
     changed: list[int] = []
     while not changed or changed[-1]:
         if len(changed) == MAX_ROUNDS:
@@ -123,20 +162,22 @@ def exchange_components(store: Store, prefix: str, edges: Sequence[str], rows: i
                                "large-star/small-star rounds")
         changes = 0
         for large in (True, False):
-            step = Exchange(store, f"{prefix}/step-{2 * len(changed) + 1 + (not large):03d}",
-                            buckets)
+            step = Exchange(store, f"{first.prefix}/step-{2 * len(changed) + 2 - large:03d}",
+                            first.buckets)
             results = map_tasks(_Star(step, workers, large), _tasks(current), workers)
             store.delete_prefix(exchange.prefix)
-            exchange, current = step, _gather([pairs for pairs, _ in results], buckets)
+            exchange = step
+            current = step.gather(chain.from_iterable(pairs for pairs, _ in results))
             changes += sum(count for _, count in results)
         changed.append(changes)
-    isolated = _gather([pairs for _, pairs in seeded], buckets)
-    labels = map_tasks(_Label(store, f"{prefix}/labels", workers),
-                       [(bucket, current[bucket], isolated[bucket]) for bucket in range(buckets)
-                        if current[bucket] or isolated[bucket]], workers)
+    isolated = first.loops.gather(chain.from_iterable(loops))
+    labels = map_tasks(_Label(store, f"{first.prefix}/labels", workers),
+                       [(bucket, current[bucket], isolated[bucket])
+                        for bucket in range(first.buckets) if current[bucket] or isolated[bucket]],
+                       workers)
     store.delete_prefix(exchange.prefix)
-    store.delete_prefix(loops.prefix)
-    return ComponentsOutput(labels, len(changed), changed, buckets)
+    store.delete_prefix(first.loops.prefix)
+    return ComponentsOutput(labels, changed, first.buckets)
 
 
 @dataclass(frozen=True)
@@ -152,37 +193,24 @@ class TaskPlacement:
 
 def components_sql(con: duckdb.DuckDBPyConnection, edges: str, result: str,
                    placement: TaskPlacement | None, budget: MemoryBudget | None = None) -> int:
-    """Table `result` (`node`, `root`) for the relation `edges` (string `a`, `b`): as tasks
-    over the exchange when `placement` asks for them (the edges first streamed to objects
-    under its prefix, `EDGE_OBJECT_ROWS` rows each, everything under it removed after), else
+    """Table `result` (`node`, `root`) for the relation `edges` (string `a`, `b`; none gives
+    an empty table): as tasks over the exchange when `placement` asks for them (this session
+    seeds the first step's buckets itself; everything under its prefix is removed after), else
     `connected_components_sql` in this session. Returns the rounds."""
     rows = scalar(con, f"SELECT count(*) FROM {edges}")
+    if not rows:
+        con.execute(f"CREATE TABLE {result} AS SELECT a AS node, b AS root FROM {edges} LIMIT 0")
+        return 0
     if placement is None or not on_tasks(placement.mode, rows, budget):
         return connected_components_sql(con, edges, result, budget=budget).rounds
-    store, prefix = placement.store, placement.prefix
-    reader = con.sql(f"SELECT a, b FROM {edges}").to_arrow_reader(EDGE_OBJECT_ROWS)
-    keys = []
-    try:
-        for number, batch in enumerate(reader):
-            keys.append(f"{prefix}/edges/{number:06d}.parquet")
-            store.write_bytes(keys[-1], scratch_bytes(pa.Table.from_batches([batch])))
-    finally:
-        reader.close()
-    output = exchange_components(store, f"{prefix}/components", keys, rows, placement.workers,
-                                 columns=("a", "b"))
-    register_parts(con, "_star_labels", store, output.labels, schema=LABEL_SCHEMA)
+    first = _Exchanges(placement.store, placement.prefix,
+                       bucket_count(2 * rows, DIRECTED_ROW_BYTES, workers=placement.workers))
+    seeded, loops = first.seed(con, edges, "a", "b", "parent")
+    output = _rounds(first, [seeded], [loops], placement.workers)
+    register_parts(con, "_star_labels", placement.store, output.labels, schema=LABEL_SCHEMA)
     con.execute(f"CREATE TABLE {result} AS SELECT node, root FROM _star_labels")
-    store.delete_prefix(prefix)
+    placement.store.delete_prefix(placement.prefix)
     return output.rounds
-
-
-def _gather(written: list[Written], buckets: int) -> list[list[str]]:
-    """Per bucket, the objects the tasks wrote, in task order."""
-    found: list[list[str]] = [[] for _ in range(buckets)]
-    for pairs in written:
-        for bucket, key in pairs:
-            found[bucket].append(key)
-    return found
 
 
 def _tasks(current: list[list[str]]) -> list[tuple[int, list[str]]]:
@@ -191,25 +219,19 @@ def _tasks(current: list[list[str]]) -> list[tuple[int, list[str]]]:
 
 @dataclass(frozen=True)
 class _Seed:
-    """Map task: one edge object's pairs, both directions, into the first step's buckets; a
-    pair of a node with itself goes to `loops` instead, so a node with no other edge still
-    gets its label. Returns the objects written to each."""
+    """Map task: one edge object's pairs into the first step (`_Exchanges.seed`). Returns the
+    objects written to the step and to its side exchange of self-linked nodes."""
 
-    exchange: Exchange
-    loops: Exchange
+    exchanges: _Exchanges
     workers: int
     columns: tuple[str, str]
 
     def __call__(self, task: tuple[int, str]) -> tuple[Written, Written]:
         index, key = task
         with duckdb_session(task_settings(self.workers)) as con:
-            register_parts(con, "pairs", self.exchange.store, [key], list(self.columns))
+            register_parts(con, "pairs", self.exchanges.store, [key], list(self.columns))
             x, y = (ident(column) for column in self.columns)
-            con.execute(f"CREATE VIEW out AS SELECT {x} AS x, {y} AS y FROM pairs"
-                        f" WHERE {x} <> {y}")
-            con.execute(f"CREATE VIEW loop AS SELECT {x} AS x, {x} AS y FROM pairs WHERE {x} = {y}")
-            return (_send(con, "out", self.exchange, f"s{index:05d}"),
-                    _send(con, "loop", self.loops, f"s{index:05d}", both=False))
+            return self.exchanges.seed(con, "pairs", x, y, f"s{index:05d}")
 
 
 @dataclass(frozen=True)
@@ -269,9 +291,9 @@ def _send(con: duckdb.DuckDBPyConnection, relation: str, exchange: Exchange, lab
     try:
         for number, batch in enumerate(reader):
             table = pa.Table.from_batches([batch])
-            written.extend(exchange.write(f"{label}-{number:05d}",
+            written.append(exchange.write(f"{label}-{number:05d}",
                                           table.select(["u", "v"]).cast(DIRECTED_SCHEMA),
-                                          table["key"].to_numpy()).items())
+                                          table["key"].to_numpy()))
     finally:
         reader.close()
     return written

@@ -590,7 +590,7 @@ class CrossRun:
 
 def cross_dedup_version(store: Store, partitions: list[str], settings: DedupSettings) -> str:
     """The links' version: the kernel, the settings and every partition's documents."""
-    return stable_hash({"kernel": KERNEL_VERSION, "settings": settings.shaping("python"),
+    return stable_hash({"kernel": KERNEL_VERSION, "settings": settings.shaping(),
                         DOCUMENTS: {p: DocumentsInput(store, p).data_version()
                                     for p in partitions}})
 
