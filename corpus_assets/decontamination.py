@@ -76,9 +76,10 @@ def decontaminated(
 ) -> MaterializeResult:
     partition = context.partition_key
     require_passing_gates(context, DOCUMENTS, partition)
+    config = pipeline.load()
     result = run_decontaminated(DocumentsInput(storage.store, partition),
-                                pipeline.load().decontamination, compute.workers,
-                                task_logger(context, partition))
+                                config.decontamination, compute.workers,
+                                task_logger(context, partition), code=config.is_code(partition))
     stats = result.stats
     metadata = stage_metadata(stats, result.wall_seconds)
     documents_hit = Counter({key.removeprefix("documents."): n

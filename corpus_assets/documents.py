@@ -63,6 +63,7 @@ def documents(
         reader=storage.reader,
         source=partition.removeprefix(SOURCE_PREFIX) if source_config else WEB_SOURCE,
         source_config=source_config,
+        source_root=config.resolve(source_config.path) if source_config else None,
         version=version,
         on_task_done=task_logger(context, partition),
     )

@@ -52,7 +52,7 @@ def heuristics(
     config = pipeline.load()
     result = run_heuristics(DocumentsInput(storage.store, partition), config.heuristics,
                             config.dedup.minhash, compute.workers,
-                            task_logger(context, partition))
+                            task_logger(context, partition), code=config.is_code(partition))
     stats = result.stats
     metadata = stage_metadata(stats, result.wall_seconds)
     suite_drops = Counter({key.removeprefix("suite_drop."): n for key, n in stats.counts.items()

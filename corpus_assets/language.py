@@ -30,9 +30,11 @@ def language(
 ) -> MaterializeResult:
     partition = context.partition_key
     require_passing_gates(context, DOCUMENTS, partition)
-    settings = pipeline.load().language
-    result = run_language(DocumentsInput(storage.store, partition), settings, compute.workers,
-                          task_logger(context, partition))
+    config = pipeline.load()
+    settings = config.language
+    result = run_language(DocumentsInput(storage.store, partition), settings,
+                          compute.workers, task_logger(context, partition),
+                          code=config.is_code(partition))
     mix = language_mix(result.stats)
     metadata = stage_metadata(result.stats, result.wall_seconds)
     metadata["language_mix"] = MetadataValue.md(

@@ -15,7 +15,7 @@ from corpus_assets.gates import require_passing_gates
 from corpus_assets.metadata import samples_preview, stage_metadata, task_logger
 from curation.graph import DOCUMENTS, HEURISTICS, LINE_DEDUP
 from curation.stages.base import DocumentsInput
-from curation.stages.scrubbed import ASSET, KERNEL_VERSION, run_scrubbed
+from curation.stages.scrubbed import ASSET, KERNEL_VERSION, SECRET, run_scrubbed
 from partitions import snapshot_partitions
 from resources import ComputeResource, PipelineResource, StorageResource
 
@@ -41,13 +41,15 @@ def scrubbed(
     partition = context.partition_key
     for upstream in (DOCUMENTS, HEURISTICS, LINE_DEDUP):
         require_passing_gates(context, upstream, partition)
-    settings = pipeline.load().pii
+    config = pipeline.load()
+    settings = config.pii
     path = f"samples/{ASSET}/{partition}.jsonl"
     result = run_scrubbed(DocumentsInput(storage.store, partition), settings, compute.workers,
-                          task_logger(context, partition), samples=(SAMPLE_SIZE, path))
+                          task_logger(context, partition), samples=(SAMPLE_SIZE, path),
+                          code=config.is_code(partition))
     stats = result.stats
     metadata = stage_metadata(stats, result.wall_seconds)
-    for kind in settings.enabled:
+    for kind in (*settings.enabled, *((SECRET,) if config.is_code(partition) else ())):
         metadata[f"pii.{kind}"] = MetadataValue.int(stats.counts.get(f"pii.{kind}", 0))
     for key in ("documents_with_pii", "documents_edited", "lines_removed", "cuts"):
         metadata[key] = MetadataValue.int(stats.counts.get(key, 0))

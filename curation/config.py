@@ -141,13 +141,27 @@ class SnapshotConfig(_Strict):
 
 
 class SourceConfig(_Strict):
-    """A curated source: a folder or glob of JSONL, Parquet or plain-text files with a licence."""
+    """A curated source: a folder or glob of JSONL, Parquet or plain-text files with a licence,
+    or (`format: files`) a folder whose every file is one document, as a code repository is.
+
+    `kind: code` makes it a code source (docs/architecture.md, "Code"): language ID and the
+    prose suites give way to the language of the file's extension and the code suite, near
+    duplicates come from code shingles, eval items are looked for in code tokens too, and a
+    recipe's licence allow-list judges each file. Code rows (JSONL or Parquet, as The Stack
+    ships) name the file's path, repository and licence in `path_field`, `repository_field`
+    and `licence_field`; `licence` is then the licence of rows without one."""
 
     path: str
-    format: Literal["jsonl", "parquet", "text"] = "jsonl"
+    format: Literal["jsonl", "parquet", "text", "files"] = "jsonl"
+    kind: Literal["text", "code"] = "text"
     licence: Annotated[str, Field(min_length=1)]
     text_field: str = "text"
     url_field: str | None = None
+    path_field: str | None = None
+    repository_field: str | None = None
+    licence_field: str | None = None
+    # Larger files are rejected by the documents stage (`file_too_large`), never read whole.
+    max_file_bytes: Annotated[int, Field(ge=1)] = 10_000_000
     classifier_positive: bool = False
     # Which filters judge the source in the recipe's selection (`curation.mix`). `curated`:
     # only what fits edited text (exact duplicates, eval contamination, PII scrubbing, empty
@@ -157,17 +171,37 @@ class SourceConfig(_Strict):
     # quality cutoff ranks the crawl's documents only.
     filters: Literal["curated", "web"] = "curated"
 
+    @model_validator(mode="after")
+    def _code_fields(self) -> SourceConfig:
+        if self.kind == "code" and self.filters == "web":
+            raise ValueError("filters: a code source is judged by the code filters, not the "
+                             "web's; leave filters out")
+        if self.kind == "code" and self.classifier_positive:
+            raise ValueError("classifier_positive: the quality classifier learns prose; a code "
+                             "source cannot be its positives")
+        code_only = [name for name in ("path_field", "repository_field")
+                     if getattr(self, name) is not None]
+        if code_only and self.kind != "code":
+            raise ValueError(f"{code_only[0]}: only a code source (kind: code) names file paths "
+                             "and repositories")
+        return self
+
 
 # --- the documents stage ---------------------------------------------------------------------
 
 
 class TrafilaturaSettings(_Strict):
-    """FineWeb's precision settings (datatrove's `Trafilatura` extractor) by default."""
+    """FineWeb's precision settings (datatrove's `Trafilatura` extractor) by default, and one
+    departure: `rescue_forms`, a second pass with forms kept for a page whose text holds no
+    running text while a `<form>` holds some (`curation.form_rescue`; trafilatura deletes
+    forms, and with them the main text of shop pages such as the 29 Japanese ClueWeb09 pages;
+    no English gold page changes)."""
 
     favor_precision: bool = True
     include_comments: bool = False
     include_tables: bool = True
     deduplicate: bool = True
+    rescue_forms: bool = True
 
 
 class LanguagePrecheck(_Strict):
@@ -225,8 +259,12 @@ class DocumentsSettings(_Strict):
 
 
 class LanguageSettings(_Strict):
-    """fastText lid.176 over the whole document; keeps the target languages above threshold."""
+    """A language-ID model over the whole document (fastText lid.176 by default, or py3langid:
+    `curation.language_models`); keeps the target languages above threshold. The models'
+    scores are on different scales: FineWeb's 0.65 is lid.176's (py3langid scores higher, so
+    the same threshold keeps more; benchmarks/results/language_id_models.md)."""
 
+    model: Literal["lid176", "py3langid"] = "lid176"
     languages: Annotated[list[str], Field(min_length=1)] = ["en"]
     threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.65
     thresholds: dict[str, Annotated[float, Field(ge=0.0, le=1.0)]] = {}
@@ -379,8 +417,19 @@ class PipelineConfig(_Strict):
         return None
 
     def curated_sources(self) -> set[str]:
-        """The sources judged by the curated filter policy (`sources.NAME.filters: curated`)."""
-        return {name for name, source in self.sources.items() if source.filters == "curated"}
+        """The text sources judged by the curated filter policy (`sources.NAME.filters:
+        curated`); code sources have their own (`code_sources`)."""
+        return {name for name, source in self.sources.items()
+                if source.filters == "curated" and source.kind == "text"}
+
+    def code_sources(self) -> set[str]:
+        """The sources of `kind: code`."""
+        return {name for name, source in self.sources.items() if source.kind == "code"}
+
+    def is_code(self, partition: str) -> bool:
+        """Whether a partition is a code source's."""
+        entry = self.partition_entry(partition)
+        return isinstance(entry, SourceConfig) and entry.kind == "code"
 
     def partition_keys(self) -> list[str]:
         """Every partition of the `snapshot` set: snapshot ids, then `source:NAME` keys."""
@@ -468,6 +517,9 @@ class Selection(_Strict):
     """What the mix keeps of the annotated documents (applied by `mix`, never upstream)."""
 
     languages: list[str] | None = None
+    # SPDX ids a curated or code document's licence must be one of (None: any); web documents
+    # carry no licence and are not judged by it. The Stack v2 keeps permissive licences only.
+    licences: list[str] | None = None
     drop_contaminated: bool = True
     quality_top_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
     heuristics: HeuristicsSelection = HeuristicsSelection()

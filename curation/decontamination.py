@@ -43,12 +43,14 @@ import pyarrow.parquet as pq
 import regex
 from pydantic import BaseModel, ConfigDict, Field
 
+from curation.code import decontamination_tokens
 from curation.evals import EvalBenchmark, EvalItem, content_hash
 from curation.hashing import mix64
 
 U64 = np.uint64
 _MASK = (1 << 64) - 1
 NORMALISER_VERSION = "decontamination-v1"  # bump when words or keys change: re-pins the index
+CODE_NORMALISER_VERSION = "code-decontamination-v1"  # curation.code.decontamination_tokens
 MAX_NGRAM = 64
 _META_NGRAM = b"decontamination.ngram"
 _META_VERSION = b"decontamination.normaliser"
@@ -63,14 +65,20 @@ class DecontaminationSettings(BaseModel):
     # A document is a hit when it shares at least this many distinct keys (n-grams, or whole
     # short items) with the eval set.
     min_hits: int = Field(1, ge=1)
+    # Code tokens per n-gram of the code index (code benchmarks, looked for in code sources):
+    # 25 catches 99% of HumanEval solutions renamed and reformatted and flags no module of the
+    # standard library (benchmarks/results/code.md).
+    code_ngram: int = Field(25, ge=1, le=MAX_NGRAM)
     benchmarks: list[EvalBenchmark] = []
 
 
 def suite_hash(settings: DecontaminationSettings, base_dir: Path | None = None) -> str:
     """Content hash that pins the eval-suite asset: the benchmark files' bytes and layouts, the
-    n-gram size and the normaliser version (not `min_hits`, which does not change the index)."""
+    n-gram sizes and the normalisers' versions (not `min_hits`, which does not change the
+    index)."""
     return content_hash(
-        settings.benchmarks, base_dir, f"{NORMALISER_VERSION}:ngram={settings.ngram}"
+        settings.benchmarks, base_dir, f"{NORMALISER_VERSION}:ngram={settings.ngram}:"
+        f"{CODE_NORMALISER_VERSION}:code_ngram={settings.code_ngram}"
     )
 
 
@@ -274,6 +282,34 @@ def word_hashes(text: str) -> np.ndarray:
     return document_words(text).hashes
 
 
+class _CodeHashes(dict[str, int]):
+    """`token_hash` of code tokens, cached and bounded like `_ChunkCache`."""
+
+    limit = 200_000
+
+    def __missing__(self, token: str) -> int:
+        if len(self) >= self.limit:
+            self.clear()
+        value = self[token] = token_hash(token)
+        return value
+
+
+_CODE_HASHES = _CodeHashes()
+
+
+def code_words(text: str) -> _Words:
+    """A code document's tokens as `curation.code.decontamination_tokens` makes them (renamed
+    identifiers and reformatted layout give the same hashes), with their character spans."""
+    tokens, starts, ends = decontamination_tokens(text)
+    hashes = np.fromiter((_CODE_HASHES[t] for t in tokens), dtype=U64, count=len(tokens))
+    return _Words(hashes, np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64))
+
+
+# How an index reads text: its normaliser version by name (stored with the index).
+TOKENISERS = {"words": (document_words, NORMALISER_VERSION),
+              "code": (code_words, CODE_NORMALISER_VERSION)}
+
+
 # --- keys -----------------------------------------------------------------------------------
 
 
@@ -303,10 +339,10 @@ def _all_keys(prefix: np.ndarray, length: int) -> np.ndarray:
     return keys
 
 
-def item_keys(text: str, ngram: int) -> tuple[np.ndarray, int]:
+def item_keys(text: str, ngram: int, tokens: str = "words") -> tuple[np.ndarray, int]:
     """An item's distinct keys and their length in words: its n-grams, or itself whole when it
-    is shorter (0 keys for a text without words)."""
-    hashes = word_hashes(text)
+    is shorter (0 keys for a text without words); `tokens` names the `TOKENISERS` entry."""
+    hashes = TOKENISERS[tokens][0](text).hashes
     length = min(ngram, len(hashes))
     if length == 0:
         return np.empty(0, dtype=U64), 0
@@ -362,7 +398,8 @@ _Match = tuple[int, int, int]
 
 class EvalIndex:
     """Every eval item's keys: `keys` sorted, with `key_items` (row of `items`) and
-    `key_lengths` beside them. The probe structures are derived, rebuilt on load."""
+    `key_lengths` beside them. The probe structures are derived, rebuilt on load. `tokens`
+    names how items and documents are read (`TOKENISERS`): words, or code tokens."""
 
     def __init__(
         self,
@@ -371,9 +408,12 @@ class EvalIndex:
         keys: np.ndarray,
         key_items: np.ndarray,
         key_lengths: np.ndarray,
+        tokens: str = "words",
     ):
         order = np.lexsort((key_items, keys))
         self.ngram = ngram
+        self.tokens = tokens
+        self._words, self.normaliser = TOKENISERS[tokens]
         self.items = list(items)
         self.keys = np.ascontiguousarray(keys[order], dtype=U64)
         self.key_items = np.ascontiguousarray(key_items[order], dtype=np.int32)
@@ -392,14 +432,15 @@ class EvalIndex:
         self._short_starts = self._short_start_bitmap()
 
     @classmethod
-    def build(cls, items: Sequence[EvalItem], ngram: int = 13) -> EvalIndex:
-        per_item = [item_keys(item.text, ngram) for item in items]
+    def build(cls, items: Sequence[EvalItem], ngram: int = 13, tokens: str = "words"
+              ) -> EvalIndex:
+        per_item = [item_keys(item.text, ngram, tokens) for item in items]
         counts = np.array([len(keys) for keys, _ in per_item], dtype=np.int64)
         lengths = np.array([length for _, length in per_item], dtype=np.uint16)
         keys = np.concatenate([np.empty(0, U64)] + [keys for keys, _ in per_item])
         del per_item  # the per-item arrays, before the sort's copies
         owners = np.repeat(np.arange(len(items), dtype=np.int32), counts)
-        return cls(ngram, items, keys, owners, np.repeat(lengths, counts))
+        return cls(ngram, items, keys, owners, np.repeat(lengths, counts), tokens)
 
     def _short_start_bitmap(self) -> _Bitmap | None:
         """Keys of the first `min(short_lengths)` words of every short item."""
@@ -408,7 +449,8 @@ class EvalIndex:
         first = self.short_lengths[0]
         owners = np.unique(self.key_items[self.key_lengths < self.ngram])
         starts = [
-            _all_keys(_prefix(word_hashes(self.items[i].text)[:first]), first) for i in owners
+            _all_keys(_prefix(self._words(self.items[i].text).hashes[:first]), first)
+            for i in owners
         ]
         return _Bitmap(np.concatenate(starts), bits_per_key=256)
 
@@ -433,7 +475,7 @@ class EvalIndex:
         """Two Arrow tables. `ngrams`: ngram_hash (uint64), length (words), item (row of
         `items`), and benchmark and item_id (for queries); `items`:
         benchmark, item_id, text. Schema metadata: n-gram size and normaliser version."""
-        meta = {_META_NGRAM: str(self.ngram).encode(), _META_VERSION: NORMALISER_VERSION.encode()}
+        meta = {_META_NGRAM: str(self.ngram).encode(), _META_VERSION: self.normaliser.encode()}
         benchmarks = pa.array([i.benchmark for i in self.items], pa.string())
         item_ids = pa.array([i.item_id for i in self.items], pa.string())
         owners = pa.array(self.key_items, pa.int32())
@@ -459,8 +501,10 @@ class EvalIndex:
     def from_tables(cls, ngrams: pa.Table, items: pa.Table) -> EvalIndex:
         meta = ngrams.schema.metadata or {}
         version = meta.get(_META_VERSION, b"").decode()
-        if version != NORMALISER_VERSION:
-            raise ValueError(f"index made by normaliser {version!r}, not {NORMALISER_VERSION!r}")
+        tokens = [name for name, (_, known) in TOKENISERS.items() if known == version]
+        if not tokens:
+            known = ", ".join(repr(v) for _, v in TOKENISERS.values())
+            raise ValueError(f"index made by normaliser {version!r}, not one of {known}")
         columns = items.select(["benchmark", "item_id", "text"]).to_pydict()
         rows = zip(columns["benchmark"], columns["item_id"], columns["text"], strict=True)
         return cls(
@@ -469,6 +513,7 @@ class EvalIndex:
             ngrams["ngram_hash"].to_numpy(),
             ngrams["item"].to_numpy(),
             ngrams["length"].to_numpy(),
+            tokens[0],
         )
 
     def write(self, folder: Path) -> None:
@@ -535,7 +580,7 @@ class EvalIndex:
 
     def document_hits(self, doc: int, text: str, min_hits: int = 1) -> list[Hit]:
         """The hits of one document: none unless it shares `min_hits` distinct keys."""
-        words = document_words(text)
+        words = self._words(text)
         found = self.matches(words.hashes)
         if not found or len({at for _, _, at in found}) < min_hits:
             return []
@@ -547,7 +592,7 @@ class EvalIndex:
                 first.setdefault(item, (position, length))
         hits = []
         for item, keys in keys_of.items():
-            start, end = _span(text, words, *first[item])
+            start, end = _span(text, words, *first[item], trim=self.tokens == "words")
             of = self.items[item]
             total = int(self.item_key_counts[item])
             hits.append(
@@ -556,9 +601,13 @@ class EvalIndex:
         return sorted(hits, key=lambda h: (h.start, h.benchmark, h.item_id))
 
 
-def _span(text: str, words: _Words, position: int, length: int) -> tuple[int, int]:
-    """Characters of the matched words' chunks, without the punctuation at either end."""
+def _span(text: str, words: _Words, position: int, length: int, trim: bool = True
+          ) -> tuple[int, int]:
+    """Characters of the matched words' chunks, without the punctuation at either end when
+    `trim` (code tokens are their own spans: a `:` is code, and what follows it a comment)."""
     start, end = int(words.starts[position]), int(words.ends[position + length - 1])
+    if not trim:
+        return start, end
     while start < end and not _FOLD[ord(text[start])].strip():
         start += 1
     while end > start and not _FOLD[ord(text[end - 1])].strip():

@@ -54,6 +54,13 @@ class EvalBenchmark(BaseModel):
     path: str = Field(min_length=1)
     layout: Layout
     text_field: str | None = None  # only for layout "text": the field holding the item
+    # Whether its items are code, looked for in code sources' tokens too (curation.code);
+    # None: the humaneval layout's are.
+    code: bool | None = None
+
+    @property
+    def is_code(self) -> bool:
+        return self.code if self.code is not None else self.layout == "humaneval"
 
     @model_validator(mode="after")
     def _text_field_only_for_text(self) -> EvalBenchmark:

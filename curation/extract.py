@@ -8,10 +8,12 @@ import re
 import signal
 import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import detect_encoding
@@ -20,6 +22,7 @@ from resiliparse.parse.html import HTMLTree
 from curation import trafilatura_xpath
 from curation.config import DocumentsSettings, LanguagePrecheck
 from curation.extract_fast import extract_hybrid
+from curation.form_rescue import extract_keeping_forms, prose_lines, running_chars
 
 # More replacement characters than this after the best decoding means the bytes are not text in
 # any charset we could find.
@@ -292,7 +295,8 @@ class Extractor:
         import trafilatura
 
         options = self.settings.trafilatura
-        return trafilatura.extract(
+        before = self.cache_state() if options.rescue_forms else None
+        text = trafilatura.extract(
             html,
             url=url,
             favor_precision=options.favor_precision,
@@ -300,3 +304,36 @@ class Extractor:
             include_tables=options.include_tables,
             deduplicate=self._cache if options.deduplicate else False,
         )
+        if options.rescue_forms and not prose_lines(text or ""):
+            return self._rescue_forms(html, url, text, before)
+        return text
+
+    def _rescue_forms(self, html: str, url: str | None, text: str | None,
+                      before: OrderedDict | None) -> str | None:
+        """`text`, or the page extracted again with its forms kept when that holds more running
+        text (`curation.form_rescue`)."""
+        trial = self.trial_cache(before)
+        rescued = extract_keeping_forms(html, url, self.settings.trafilatura, trial)
+        if rescued is None or running_chars(rescued) <= running_chars(text or ""):
+            return text
+        self.adopt(trial)
+        return rescued
+
+    # A second pass must count the page once in trafilatura's dedup cache, as one pass does
+    # (counting it twice emptied later pages of the same file): it runs on a copy of the cache
+    # as it was before the first pass, which replaces the cache only when its text is kept.
+    def cache_state(self) -> OrderedDict | None:
+        return self._cache.cache.copy() if self.settings.trafilatura.deduplicate else None
+
+    def trial_cache(self, state: OrderedDict | None) -> Any:
+        if state is None:
+            return None
+        from trafilatura.deduplication import LRUCache
+
+        trial = LRUCache(maxsize=self._cache.maxsize)
+        trial.cache = state
+        return trial
+
+    def adopt(self, trial: Any) -> None:
+        if trial is not None:
+            self._cache.cache = trial.cache

@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from curation.code import CODE_SIGNALS, INT_CODE_SIGNALS, CodeSettings, code_checks, code_signals
 from curation.text import (
     HAS_ALPHA,
     NON_SYMBOL,
@@ -42,7 +43,8 @@ from curation.text import (
     split_text,
 )
 
-SUITES = ("gopher_repetition", "gopher_quality", "c4", "fineweb", "bad_words")
+SUITES = ("gopher_repetition", "gopher_quality", "c4", "fineweb", "bad_words", "code")
+PROSE_SUITES = SUITES[:-1]
 
 Fraction = Annotated[float, Field(ge=0)]
 Count = Annotated[int, Field(ge=0)]
@@ -165,6 +167,8 @@ class HeuristicsSettings(_Strict):
     c4: C4Settings = C4Settings()
     fineweb: FineWebSettings = FineWebSettings()
     bad_words: BadWordsSettings = BadWordsSettings()
+    # Code sources' suite; the prose suites never judge a code file, nor this one prose.
+    code: CodeSettings = CodeSettings()
     english_only_languages: list[str] = ["en"]
 
     @field_validator("english_only_languages")
@@ -702,7 +706,7 @@ INT_SIGNALS = frozenset(
         "c4_lorem_ipsum_line",
         "c4_curly_bracket_line",
     }
-)
+) | INT_CODE_SIGNALS
 EDIT_SCHEMA = pa.schema(
     [
         ("doc_index", pa.int64()),
@@ -782,7 +786,9 @@ class Annotator:
         )
         self.suites = [name for name in SUITES if getattr(settings, name).enabled]
         # The signal columns, in order: those an empty document gets.
-        self.signal_names = [n for r in self.annotate_one("", None).values() for n in r.signals]
+        self.suite_signals = {suite: list(result.signals)
+                              for suite, result in self.annotate_one("", None).items()}
+        self.signal_names = [n for names in self.suite_signals.values() for n in names]
 
     def annotate_one(self, text: str, language: str | None) -> dict[str, SuiteResult]:
         return self.annotate_split(split_text(text), language)
@@ -803,7 +809,18 @@ class Annotator:
             return c4(split, s.c4, lang in self.english)
         if suite == "fineweb":
             return fineweb(split, s.fineweb, self.stop_chars)
+        if suite == "code":  # prose: the code suite does not apply
+            return SuiteResult(dict.fromkeys(CODE_SIGNALS))
         return bad_words(split, s.bad_words, self.bad_words, lang in self.bad_word_languages)
+
+    def annotate_code(self, text: str, path: str) -> dict[str, SuiteResult]:
+        """A code file: the code suite's signals and verdict; the prose suites' signals null
+        and their verdicts true (they do not judge code)."""
+        results = {suite: SuiteResult(dict.fromkeys(self.suite_signals[suite]))
+                   for suite in self.suites}
+        if "code" in results:
+            results["code"] = code_suite(text, path, self.settings.code)
+        return results
 
 
 def annotate(
@@ -821,7 +838,14 @@ def annotate_splits(
 ) -> Annotations:
     """`annotate` for documents split once by the caller, who reuses the splits (MinHash)."""
     annotator = Annotator(settings or HeuristicsSettings())
-    out = Annotations(
+    out = _empty(annotator)
+    for index, (split, language) in enumerate(zip(splits, languages, strict=True)):
+        _collect(out, index, annotator.annotate_split(split, language))
+    return out
+
+
+def _empty(annotator: Annotator) -> Annotations:
+    return Annotations(
         signals={name: [] for name in annotator.signal_names},
         keep=[],
         reason=[],
@@ -831,9 +855,23 @@ def annotate_splits(
         edits=[],
         skipped=Counter(),
     )
-    for index, (split, language) in enumerate(zip(splits, languages, strict=True)):
-        _collect(out, index, annotator.annotate_split(split, language))
+
+
+def annotate_code(texts: list[str], paths: list[str],
+                  settings: HeuristicsSettings | None = None) -> Annotations:
+    """`annotate` for code files (`Annotator.annotate_code`), `paths` naming their languages."""
+    annotator = Annotator(settings or HeuristicsSettings())
+    out = _empty(annotator)
+    for index, (text, path) in enumerate(zip(texts, paths, strict=True)):
+        _collect(out, index, annotator.annotate_code(text, path))
     return out
+
+
+def code_suite(text: str, path: str, settings: CodeSettings) -> SuiteResult:
+    """The code suite on one file (`curation.code`): StarCoder's and The Stack v2's rules."""
+    result = SuiteResult(code_signals(text, path))
+    _first(result, "code", code_checks(result.signals, settings))
+    return result
 
 
 def _collect(out: Annotations, index: int, results: dict[str, SuiteResult]) -> None:

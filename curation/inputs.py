@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from curation.code import CODE_SUFFIXES
 from curation.config import (
     ListingWarcInput,
     LocalWarcInput,
@@ -29,7 +30,7 @@ from curation.storage import InputReader, list_s3_objects, split_s3_uri
 
 WARC_SUFFIXES = (".warc", ".warc.gz", ".arc", ".arc.gz")
 SOURCE_SUFFIXES = {"jsonl": (".jsonl", ".json", ".jsonl.gz"), "parquet": (".parquet",),
-                   "text": (".txt", ".md")}
+                   "text": (".txt", ".md"), "files": (*CODE_SUFFIXES, ".txt")}
 _HASH_CHUNK = 1 << 22
 
 

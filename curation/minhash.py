@@ -54,6 +54,7 @@ import pyarrow as pa
 import regex
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from curation.code import shingle_tokens
 from curation.hashing import mix64
 from curation.text import IS_PUNCT, NON_SYMBOL, SplitText
 
@@ -207,6 +208,14 @@ def shingles_from_words(words: np.ndarray, ngram: int) -> np.ndarray:
 def shingle_hashes(split: SplitText, settings: MinHashSettings) -> np.ndarray:
     """The document's shingle hashes (uint64, one per window, duplicates kept)."""
     return shingles_from_words(word_hashes(split, settings), settings.ngram)
+
+
+def code_shingle_hashes(text: str, settings: MinHashSettings) -> np.ndarray:
+    """A code file's shingle hashes: `ngram`-grams of StarCoder's near-dedup tokens
+    (`curation.code.shingle_tokens`), with case and identifiers as they are."""
+    tokens = shingle_tokens(text)
+    hashes = np.fromiter(map(_word_hash, tokens), dtype=np.uint64, count=len(tokens))
+    return shingles_from_words(hashes, settings.ngram)
 
 
 # --- permutations and signatures -------------------------------------------------------------

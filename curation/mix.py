@@ -15,10 +15,13 @@ Every step runs in one DuckDB session (`curation.duck`), over tables it holds on
 2. Selection (`select_sql`): every document gets one decision, the first rule in `RULES` it
    fails, or `selected`. The order is fixed:
 
+       licence             a curated or code document whose licence is not in
+                           `selection.licences` (when set; web documents carry none)
        language            language verdict false, or not one of `selection.languages`
-                           (web filter)
+                           (web filter; code sources skip it: a file's language is its
+                           extension's)
        heuristics          the heuristics verdict (the pipeline's default rule thresholds;
-                           web filter)
+                           web filter, and for code sources the code suite's)
        contaminated        eval n-gram hits (when `selection.drop_contaminated`)
        empty_after_edits   nothing left after the scrubbing edits
        (added stages)      the `keep` verdict of each stage in `curation.graph.
@@ -32,7 +35,9 @@ Every step runs in one DuckDB session (`curation.duck`), over tables it holds on
 
    The web filters judge the crawl and every curated source declared `filters: web`; a curated
    source with `filters: curated` (the default) is judged only by what fits edited text:
-   contamination, empty after edits and exact duplicates (see step 1).
+   contamination, empty after edits and exact duplicates (see step 1). A code source
+   (`kind: code`) is judged by its licence, the code suite, contamination, empty after
+   edits and every duplicate rule (near duplicates from code shingles).
 
    `not_in_recipe` is implicit: only the recipe's partitions are read. A duplicate group keeps
    its best-ranked member among the documents that passed the rules before it (docs/architecture.md,
@@ -117,8 +122,8 @@ KERNEL_VERSION = "mix-4"  # 2: exact token counts, curated filter policy; 3: ded
 # quality cut, recipe heuristic thresholds, rehydration; 4: exact sums of fill budgets (the
 # same repeats on any thread split), decisions carry their group size
 ASSET = MIX
-RULES = ("language", "heuristics", "contaminated", "empty_after_edits", *SELECTION_VERDICTS,
-         "duplicate", "quality")
+RULES = ("licence", "language", "heuristics", "contaminated", "empty_after_edits",
+         *SELECTION_VERDICTS, "duplicate", "quality")
 """Selection rules in the order they are applied; a document's decision names the first one it
 fails."""
 TAKEDOWN = "takedown"
@@ -517,16 +522,22 @@ def _top_fraction(table: str, pool: str, fraction: float) -> str:
 
 
 def select_sql(con: Connection, recipe: RecipeConfig,
-               curated_sources: Collection[str] = ()) -> None:
+               curated_sources: Collection[str] = (), code_sources: Collection[str] = ()
+               ) -> None:
     """Table `decisions` (`doc_id`, `partition`, `rule`, `kept`, `kept_doc_id`, `group_size`):
     one per row of `candidates`, the first rule of `RULES` it fails, or `selected`; duplicates
     name their group's representative (dropped by `quality` itself when below the cut). The
     web filters (language, heuristics, added verdicts) skip the documents of
-    `curated_sources`."""
+    `curated_sources`; language and the added verdicts skip `code_sources` too."""
     web_filter = f"NOT {_in('source', sorted(curated_sources))}"
+    prose_filter = f"NOT {_in('source', sorted({*curated_sources, *code_sources}))}"
     language_ok = "coalesce(language_keep, false)"
     if recipe.selection.languages is not None:
         language_ok += f" AND {_in(column='language', values=recipe.selection.languages)}"
+    licences = recipe.selection.licences
+    licence_rule = ("" if licences is None else
+                    f"WHEN source <> {literal(WEB_SOURCE)} AND NOT {_in('licence', licences)} "
+                    "THEN 'licence'")
     contaminated = ("WHEN coalesce(contaminated, true) THEN 'contaminated'"
                     if recipe.selection.drop_contaminated else "")
     con.execute(f"""
@@ -534,13 +545,14 @@ def select_sql(con: Connection, recipe: RecipeConfig,
         SELECT doc_id, partition, source, snapshot, language, text_bytes, group_id,
                {GROUP_SIZE} AS group_size,
                CASE WHEN isnan(quality_score) THEN NULL ELSE quality_score END AS score,
-               CASE WHEN {web_filter} AND NOT ({language_ok}) THEN 'language'
+               CASE {licence_rule}
+                    WHEN {prose_filter} AND NOT ({language_ok}) THEN 'language'
                     WHEN {web_filter} AND NOT coalesce(heuristics_keep, false)
                         THEN 'heuristics'
                     {contaminated}
                     WHEN coalesce(empty_after_edits, false) OR coalesce(text_bytes, 0) <= 0
                         THEN 'empty_after_edits'
-                    WHEN {web_filter} AND coalesce(verdict_drop, '') <> ''
+                    WHEN {prose_filter} AND coalesce(verdict_drop, '') <> ''
                         THEN verdict_drop
                END AS rule
         FROM candidates""")
@@ -1070,6 +1082,7 @@ def drawn(con: Connection, documents: str) -> tuple[int, int]:
 
 def run_mix(con: Connection, store: Store, recipe: RecipeConfig, *,
             tokenizer: PinnedTokenizer | None = None, curated_sources: Collection[str] = (),
+            code_sources: Collection[str] = (),
             verdicts: Sequence[str] = SELECTION_VERDICTS,
             budget: MemoryBudget | None = None,
             placement: TaskPlacement | None = None) -> MixRun:
@@ -1079,7 +1092,7 @@ def run_mix(con: Connection, store: Store, recipe: RecipeConfig, *,
     `budget`, None: the current one)."""
     text_parts = load_candidates(con, store, recipe.partition_keys(), curated_sources,
                                  verdicts, budget, recipe.selection.heuristics, placement)
-    select_sql(con, recipe, curated_sources)
+    select_sql(con, recipe, curated_sources, code_sources)
     choose_sql(con)
     if tokenizer is not None:
         count_tokens_sql(con, store, text_parts, tokenizer)
@@ -1175,13 +1188,15 @@ def _mix_put(con: Connection, recipe: RecipeConfig, token_counts: pa.Table | Non
 def build_mix(store: Store, recipe: RecipeConfig, *,
               tokenizer: PinnedTokenizer | None = None,
               curated_sources: Collection[str] = (),
+              code_sources: Collection[str] = (),
               verdicts: Sequence[str] = SELECTION_VERDICTS,
               budget: MemoryBudget | None = None) -> MixResult:
     """`run_mix` in a session under `budget` (None: the current one), its results fetched
     into memory."""
     with duckdb_session(budget.duckdb() if budget else None) as con:
         return _result(con, run_mix(con, store, recipe, tokenizer=tokenizer,
-                                    curated_sources=curated_sources, verdicts=verdicts,
+                                    curated_sources=curated_sources,
+                                    code_sources=code_sources, verdicts=verdicts,
                                     budget=budget))
 
 

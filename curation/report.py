@@ -96,7 +96,7 @@ from curation.mix import (
 from curation.partition import PartitionLayout
 from curation.pii import scrub_text
 from curation.schema import WEB_SOURCE, sample_rank
-from curation.storage import Store, read_parquet
+from curation.storage import Store, iter_parquet, read_parquet
 from curation.takedowns import current_takedowns, load_tombstones, match_documents
 
 REPORT_VERSION = "report-2"  # 2: duplicate removals per cluster size, the served phase order
@@ -603,17 +603,10 @@ def _samples(store: Store, picks: dict[str, dict[str, list[tuple[str, str, str]]
     texts: dict[str, dict[str, Any]] = {}
     for partition, ids in wanted.items():
         value_set = pa.array(sorted(ids), pa.string())
-        for table in _parts(store, DOCUMENTS, partition, ["doc_id", "url", "text"]):
-            table = table.filter(pc.is_in(table["doc_id"], value_set=value_set))
-            for doc_id, url, text in zip(*(table[c].to_pylist() for c in table.column_names),
-                                         strict=True):
-                texts.setdefault(doc_id, {})["url"] = url
-                texts[doc_id]["original"] = text
-        for table in _parts(store, SCRUBBED, partition, ["doc_id", "text"]):
-            table = table.filter(pc.is_in(table["doc_id"], value_set=value_set))
-            for doc_id, text in zip(table["doc_id"].to_pylist(), table["text"].to_pylist(),
-                                    strict=True):
-                texts.setdefault(doc_id, {})["scrubbed"] = text
+        for row in _rows_of(store, DOCUMENTS, partition, ["doc_id", "url", "text"], value_set):
+            texts.setdefault(row["doc_id"], {}).update(url=row["url"], original=row["text"])
+        for row in _rows_of(store, SCRUBBED, partition, ["doc_id", "text"], value_set):
+            texts.setdefault(row["doc_id"], {})["scrubbed"] = row["text"]
     result: dict[str, Any] = {}
     for name in DOCUMENT_STAGES:
         result[name] = {}
@@ -627,6 +620,15 @@ def _samples(store: Store, picks: dict[str, dict[str, list[tuple[str, str, str]]
                                            "url": found.get("url"), "reason": why,
                                            "text": _preview(text)})
     return result
+
+
+def _rows_of(store: Store, asset: str, partition: str, columns: list[str],
+             doc_ids: pa.Array) -> Iterator[dict[str, Any]]:
+    """The rows of `doc_ids` in a partition's parts, read a batch at a time (a part's whole
+    text is never decoded at once)."""
+    for part in _manifest(store, asset, partition).parts:
+        for batch in iter_parquet(store, part.key, columns):
+            yield from batch.filter(pc.is_in(batch["doc_id"], value_set=doc_ids)).to_pylist()
 
 
 def _rejects_sample(store: Store, partitions: Sequence[str], count: int) -> list[dict]:

@@ -588,6 +588,15 @@ def read_parquet(store: Store, key: str, columns: list[str] | None = None) -> pa
     return table.select(columns) if columns else table
 
 
+def iter_parquet(store: Store, key: str, columns: list[str], batch_rows: int = 1024
+                 ) -> Iterator[pa.RecordBatch]:
+    """The Parquet object at `key` in batches of `batch_rows`, only `columns` decoded: the
+    object's compressed bytes and one decoded batch are held, not its decoded columns (a part of
+    source files holds hundreds of MB of text)."""
+    parquet = pq.ParquetFile(pa.BufferReader(store.read_bytes(key)))
+    yield from parquet.iter_batches(batch_size=batch_rows, columns=columns)
+
+
 # --- reading inputs (WARC files, listings, source files) -------------------------------------
 
 

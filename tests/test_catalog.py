@@ -415,7 +415,7 @@ def test_sample_catalog_finds_urls_and_why_documents_were_dropped(sample_run, tm
     store = LocalStore(str(root))
     summary = refresh_catalog(store, tmp_path / "catalog.duckdb")
     assert summary.rows["documents"] > 100 and summary.rows["decisions"] > 0
-    assert summary.partitions["documents"] == 3
+    assert summary.partitions["documents"] == 4  # 2 snapshots, 2 sources
     with Catalog(tmp_path / "catalog.duckdb") as catalog:
         kept = catalog.query("SELECT d.doc_id, d.url FROM documents d WHERE d.source = 'web' AND "
                              "d.doc_id NOT IN (SELECT doc_id FROM decisions) ORDER BY d.doc_id "

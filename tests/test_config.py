@@ -36,7 +36,8 @@ def test_repository_files_are_valid(tmp_path) -> None:
     shutil.copyfile(REPO / "pipeline.yaml", tmp_path / "pipeline.yaml")
     pipeline = load_pipeline(tmp_path / "pipeline.yaml")
     assert Path(pipeline.documents.url_filter.domain_blocklist).is_file()
-    assert pipeline.partition_keys() == ["SAMPLE-01", "SAMPLE-02", "source:reference"]
+    assert pipeline.partition_keys() == ["SAMPLE-01", "SAMPLE-02", "source:code",
+                                         "source:reference"]
     for recipe in (REPO / "recipes").glob("*.yaml"):
         load_recipe(recipe, pipeline)
 

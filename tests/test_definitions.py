@@ -58,7 +58,7 @@ def test_sensor_registers_the_partitions_of_pipeline_yaml(tmp_path: Path) -> Non
         result = register_partitions(context)
         requests = result.dynamic_partitions_requests
         assert [r.partition_keys for r in requests] == [
-            ["SAMPLE-01", "SAMPLE-02", "source:reference"], ["sample"]]
+            ["SAMPLE-01", "SAMPLE-02", "source:code", "source:reference"], ["sample"]]
         assert [r.partitions_def_name for r in requests] == [SNAPSHOT_PARTITIONS_NAME,
                                                               RECIPE_PARTITIONS_NAME]
         for request in requests:

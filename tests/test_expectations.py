@@ -70,7 +70,7 @@ def test_the_sample_meets_the_contract(sample_run, asset: str) -> None:
     evaluations = [e for result in sample_run.results.values()
                    for e in result.get_asset_check_evaluations()
                    if e.check_name == f"{asset}_contract"]
-    partitions = 1 if asset in (CROSS_DEDUP, MIX, SHARDS) else 3
+    partitions = 1 if asset in (CROSS_DEDUP, MIX, SHARDS) else 4  # 2 snapshots, 2 sources
     assert len(evaluations) == partitions
     for evaluation in evaluations:
         assert evaluation.passed, evaluation.description

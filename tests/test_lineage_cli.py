@@ -77,12 +77,12 @@ def test_shards_inspect_prints_the_documents_of_a_sequence(sample_run) -> None:
     text = result.output
     assert f"sequence 3 (shard 0, its sequence 3): {len(pieces)} document pieces" in text
     documents = {}
-    for partition in ("SAMPLE-01", "SAMPLE-02", "source:reference"):
+    for partition in ("SAMPLE-01", "SAMPLE-02", "source:code", "source:reference"):
         table = PartitionLayout(store, "documents", partition).read_table(["doc_id", "url"])
         documents.update(zip(table["doc_id"].to_pylist(), table["url"].to_pylist(),
                              strict=True))
     scrubbed = {}
-    for partition in ("SAMPLE-01", "SAMPLE-02", "source:reference"):
+    for partition in ("SAMPLE-01", "SAMPLE-02", "source:code", "source:reference"):
         table = PartitionLayout(store, "scrubbed", partition).read_table(["doc_id", "text"])
         scrubbed.update(zip(table["doc_id"].to_pylist(), table["text"].to_pylist(),
                             strict=True))

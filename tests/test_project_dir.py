@@ -41,18 +41,18 @@ def test_each_deployment_has_its_own_instance_and_partitions(deployments) -> Non
         assert corpus("--project-dir", str(folder), "snapshots", "register").exit_code == 0
     listed = {folder: corpus("--project-dir", str(folder), "snapshots", "list").output.split()
               for folder in deployments}
-    assert listed[sample] == ["SAMPLE-01", "SAMPLE-02", "source:reference"]
-    assert listed[real] == [REAL, "source:reference"]
+    assert listed[sample] == ["SAMPLE-01", "SAMPLE-02", "source:code", "source:reference"]
+    assert listed[real] == [REAL, "source:code", "source:reference"]
     assert (sample / ".dagster_home").is_dir() and (real / ".dagster_home").is_dir()
 
     os.chdir(real)  # the current directory chooses the deployment too
     removed = corpus("snapshots", "remove", REAL)
     assert removed.exit_code == 0 and "removed: CC-REAL" in removed.output
-    assert corpus("snapshots", "list").output.split() == ["source:reference"]
+    assert corpus("snapshots", "list").output.split() == ["source:code", "source:reference"]
     unknown = corpus("snapshots", "remove", "SAMPLE-01")
     assert unknown.exit_code == 2 and "not registered here: SAMPLE-01" in unknown.output
     assert corpus("--project-dir", str(sample), "snapshots", "list").output.split() == [
-        "SAMPLE-01", "SAMPLE-02", "source:reference"]
+        "SAMPLE-01", "SAMPLE-02", "source:code", "source:reference"]
 
 
 def test_outside_a_deployment_the_cli_says_how_to_choose_one(tmp_path: Path, monkeypatch) -> None:

@@ -41,7 +41,8 @@ from curation.report import (
 from curation.stages.dataset import curated_sources
 from curation.storage import LocalStore
 
-PARTITIONS = ["SAMPLE-01", "SAMPLE-02", "source:reference"]
+PARTITIONS = ["SAMPLE-01", "SAMPLE-02", "source:code", "source:reference"]  # the pipeline's
+RECIPE_PARTITIONS = ["SAMPLE-01", "SAMPLE-02", "source:reference", "source:code"]
 SECTIONS = ("summary", "funnel", "removals", "languages", "quality", "clusters",
             "duplicate_removals", "served_phases", "mixture", "samples")
 
@@ -59,8 +60,8 @@ def built(sample_run):
 def test_the_report_has_every_section(built) -> None:
     data = built.report.data
     assert set(SECTIONS) <= set(data)
-    assert data["partitions"] == PARTITIONS
-    assert list(data["funnel"]["partitions"]) == PARTITIONS
+    assert data["partitions"] == RECIPE_PARTITIONS
+    assert list(data["funnel"]["partitions"]) == RECIPE_PARTITIONS
     for rows in (data["funnel"]["total"], *data["funnel"]["partitions"].values()):
         assert [row["stage"] for row in rows] == list(STAGES)
     assert {row["language"] for row in data["languages"]} >= {"en", "de", "fr", "es"}
@@ -72,7 +73,7 @@ def test_the_report_has_every_section(built) -> None:
     assert all(c["duplicates"] > 0 for c in data["clusters"].values())
     shares = data["mixture"]["shares"]
     assert {(r["phase"], r["source"]) for r in shares} == {
-        ("main", "web"), ("main", "reference"), ("anneal", "web"), ("anneal", "reference")}
+        (phase, source) for phase in ("main", "anneal") for source in ("web", "reference", "code")}
     assert sum(data["mixture"]["tokens_by_source"].values()) == data["summary"]["shard_tokens"]
     samples = data["samples"]
     assert samples["rejects"]

@@ -74,7 +74,7 @@ def test_the_published_shards_pass_integrity_and_load(dataset) -> None:
     manifest = json.loads((dataset["folder"] / "manifest.json").read_text())
     assert len(loaded) == manifest["totals"]["sequences"] > 100
     assert manifest["tokens_by_phase"]["main"] > manifest["tokens_by_phase"]["anneal"] > 0
-    assert set(manifest["tokens_by_source"]) == {"web", "reference"}
+    assert set(manifest["tokens_by_source"]) == {"web", "reference", "code"}
 
 
 def test_megatron_core_reads_the_sample_shards(dataset) -> None:
@@ -92,7 +92,8 @@ def test_megatron_core_reads_the_sample_shards(dataset) -> None:
 def test_a_recipe_change_recomputes_only_the_dataset_assets(sample_run, dataset) -> None:
     recipes = sample_run.base / "recipes"
     changed = (recipes / "sample.yaml").read_text().replace(
-        "weights: {web: 0.8, reference: 0.2}", "weights: {web: 0.6, reference: 0.4}").replace(
+        "weights: {web: 0.7, reference: 0.15, code: 0.15}",
+        "weights: {web: 0.6, reference: 0.25, code: 0.15}").replace(
         "name: sample\n", "name: sample-b\n")  # a recipe's name is its file's name
     assert "0.6" in changed and "name: sample-b\n" in changed
     (recipes / "sample-b.yaml").write_text(changed)

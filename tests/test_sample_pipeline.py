@@ -19,7 +19,7 @@ from curation.stats import StageStats
 from curation.storage import LocalStore
 from resources import ComputeResource, PipelineResource, StorageResource
 
-PARTITIONS = ["SAMPLE-01", "SAMPLE-02", "source:reference"]
+PARTITIONS = ["SAMPLE-01", "SAMPLE-02", "source:code", "source:reference"]
 
 
 def _materialization(sample_run, partition: str | None, asset: str):

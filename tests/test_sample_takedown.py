@@ -96,7 +96,7 @@ def test_take_a_page_down_and_rebuild(sample_run, tmp_path: Path) -> None:
 
     report = purge(store, gone.doc_ids, who="tester", when="2026-11-22T00:00:01Z")
     assert sum(report.rows_removed.values()) >= len(copies)
-    for partition in ("SAMPLE-01", "SAMPLE-02", "source:reference"):
+    for partition in ("SAMPLE-01", "SAMPLE-02", "source:code", "source:reference"):
         ids = PartitionLayout(store, "documents", partition).read_table(["doc_id"])["doc_id"]
         assert not set(ids.to_pylist()) & gone.doc_ids
     assert [r["action"] for r in audit_log(store)][:1] == ["add"]

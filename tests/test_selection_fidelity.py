@@ -218,10 +218,11 @@ LOOSE_SUITES = ["gopher_repetition", "fineweb", "bad_words"]
 
 def expected_heuristics_drops(store: LocalStore, partitions: list[str], decisions: pa.Table,
                               suites: list[str] | None, bounds: dict[str, dict]) -> set[str]:
-    """The web documents the language rule let through that the recipe's heuristic filter
-    drops, computed from the stored heuristics tables with Arrow (not the mix's SQL)."""
-    past_language = set(decisions.filter(pc.not_equal(decisions["rule"], "language"))
-                        ["doc_id"].to_pylist())
+    """The web and code documents the licence and language rules let through that the
+    recipe's heuristic filter drops, computed from the stored heuristics tables with Arrow (not
+    the mix's SQL)."""
+    earlier = pc.is_in(decisions["rule"], pa.array(["licence", "language"]))
+    past_language = set(decisions.filter(pc.invert(earlier))["doc_id"].to_pylist())
     dropped = set()
     for partition in partitions:
         for row in PartitionLayout(store, HEURISTICS, partition).read_table().to_pylist():
@@ -266,7 +267,7 @@ def test_two_recipes_with_different_thresholds_rerun_nothing_upstream(sample_run
         assert materializations() == before  # no per-snapshot asset ran again
         decisions = {name: PartitionLayout(store, MIX, name).read_table(name="decisions")
                      for name in ("sample", *variants)}
-        partitions = load_recipe(recipes / "sample.yaml").snapshots
+        partitions = [*load_recipe(recipes / "sample.yaml").snapshots, "source:code"]
         dropped = {name: {row["doc_id"] for row in table.to_pylist()
                           if row["rule"] == "heuristics"} for name, table in decisions.items()}
         assert dropped["sample"] == expected_heuristics_drops(

@@ -132,7 +132,7 @@ def test_purge_without_rebuild_says_what_to_rebuild_and_how(tmp_path):
 def _texts(store: LocalStore, doc_ids: set[str]) -> dict[str, str]:
     """doc_id -> the first 40 characters (whitespace flattened) of its extracted text."""
     out = {}
-    for partition in ("SAMPLE-01", "SAMPLE-02", "source:reference"):
+    for partition in ("SAMPLE-01", "SAMPLE-02", "source:code", "source:reference"):
         table = PartitionLayout(store, "documents", partition).read_table(["doc_id", "text"])
         table = table.filter(pc.is_in(table["doc_id"], pa.array(sorted(doc_ids))))
         for doc_id, text in zip(table["doc_id"].to_pylist(), table["text"].to_pylist(),

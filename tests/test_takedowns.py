@@ -258,12 +258,12 @@ def test_sample_domain_takedown_expands_to_duplicates_and_purge(sample_run, tmp_
     copy_outputs(sample_run.root, root)
     store = LocalStore(str(root))
     documents = {}
-    for partition in ("SAMPLE-01", "SAMPLE-02", "source:reference"):
+    for partition in ("SAMPLE-01", "SAMPLE-02", "source:code", "source:reference"):
         table = PartitionLayout(store, "documents", partition).read_table(
             ["doc_id", "url", "domain"])
         documents.update({row["doc_id"]: row | {"partition": partition}
                           for row in table.to_pylist()})
-    members = cluster_members(store, ["SAMPLE-01", "SAMPLE-02", "source:reference"])
+    members = cluster_members(store, ["SAMPLE-01", "SAMPLE-02", "source:code", "source:reference"])
     # A cluster whose members live on different domains: one domain's takedown must reach the
     # copies on the others.
     clusters: dict[tuple[str, str], set[str]] = {}
@@ -286,7 +286,7 @@ def test_sample_domain_takedown_expands_to_duplicates_and_purge(sample_run, tmp_
     assert documents[copy]["domain"] != domain
     samples_before = {key: store.read_bytes(key) for key in store.list("samples")}
     report = purge(store, expanded)
-    for partition in ("SAMPLE-01", "SAMPLE-02", "source:reference"):
+    for partition in ("SAMPLE-01", "SAMPLE-02", "source:code", "source:reference"):
         expected = sum(1 for d in expanded if documents[d]["partition"] == partition)
         for asset in ("documents", "scrubbed"):
             layout = PartitionLayout(store, asset, partition)

@@ -57,7 +57,7 @@ def test_webserver_serves_assets_with_partitions(tmp_path: Path, monkeypatch) ->
         assert documents["dependencyKeys"] == [{"path": ["warc_files"]}]
         assert documents["hasAssetChecks"]
         keys = documents["partitionKeysByDimension"][0]["partitionKeys"]
-        assert set(keys) == {REAL, "source:reference"}
+        assert set(keys) == {REAL, "source:code", "source:reference"}
         assert "warc_files" in nodes
     finally:
         os.killpg(process.pid, 15)

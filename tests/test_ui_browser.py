@@ -156,7 +156,7 @@ def test_asset_catalog_lists_every_asset(chromium: str, webserver: str,
     _announce(capsys, shot)
     missing = [text for text in wanted if text not in dom]
     assert not missing, f"the asset catalog lacks {missing}; see {shot}"
-    assert "3 partitions" in dom and "1 partition" in dom
+    assert "4 partitions" in dom and "1 partition" in dom
 
 
 # --- chromium over the DevTools protocol -----------------------------------------------------
@@ -277,8 +277,8 @@ def test_asset_graph_shows_the_dataset_assets_with_checks_and_partitions(
 def test_documents_page_shows_partitions_and_check_results(
         browser: Browser, webserver: str, capsys: pytest.CaptureFixture) -> None:
     text = browser.open(f"{webserver}/assets/documents?view=partitions",
-                        "SAMPLE-01", "SAMPLE-02", "source:reference")
-    assert "Materialized (3)" in text
+                        "SAMPLE-01", "SAMPLE-02", "source:code", "source:reference")
+    assert "Materialized (4)" in text
     partitions = browser.screenshot(_shot("documents-partitions"))
     text = browser.open(f"{webserver}/assets/documents?view=checks",
                         "documents_contract", "documents_survival", "Passed")

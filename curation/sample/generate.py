@@ -3,9 +3,10 @@ source, a benchmark file and a URL blocklist, plus a manifest and a per-page tru
 
     layout = generate_sample(Path("data/sample"), seed=1234)
 
-The output is byte-for-byte deterministic for a seed: every random choice comes from a
-`random.Random` seeded from it, WARC dates come from the snapshot, record ids are hashes and
-gzip members carry no timestamp. Nothing is read from outside this package.
+The output is byte-for-byte deterministic for a seed and interpreter: every random choice comes
+from a `random.Random` seeded from it, WARC dates come from the snapshot, record ids are hashes
+and gzip members carry no timestamp. Nothing is read from outside this package but the
+interpreter's standard library, the code source's real code (`curation.sample.code`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from curation.sample import evals, reference
+from curation.sample import code, evals, reference
 from curation.sample.html import PageView, render
 from curation.sample.plan import SNAPSHOTS, Page, assign_urls, build_duplicates, build_originals
 from curation.sample.sites import BLOCKED_DOMAINS, BLOCKED_ELSEWHERE, SITES, is_blocked
@@ -46,6 +47,8 @@ class SampleLayout:
     warc_dirs: dict[str, Path]
     curated_source_dir: Path
     eval_file: Path
+    code_source_dir: Path
+    code_eval_file: Path
     url_blocklist: Path
     page_count: int
 
@@ -65,12 +68,17 @@ def generate_sample(out_dir: Path, seed: int = 1234) -> SampleLayout:
     source_dir = root / "sources" / "reference"
     source = _write_jsonl(source_dir / "reference-00000.jsonl",
                           reference.build_reference(random.Random(f"{seed}:reference")))
+    code_dir = root / "sources" / "code"
+    code_source = _write_jsonl(code_dir / "code-00000.jsonl", code.build_code_rows())
+    code_eval = _write_jsonl(root / "evals" / "sample_code_eval.jsonl",
+                             list(code.CODE_EVAL_ITEMS))
     blocklist = _write_blocklist(root / "lists" / "url_blocklist.txt")
     truth = _write_jsonl(root / TRUTH, _truth_rows(pages, written))
     outputs = [wf.path for files in written.values() for wf in files]
-    outputs += [eval_file, source, blocklist, truth]
+    outputs += [eval_file, source, code_source, code_eval, blocklist, truth]
     _write_manifest(root, seed, pages, written, outputs)
-    return SampleLayout(root, warc_dirs, source_dir, eval_file, blocklist, len(pages))
+    return SampleLayout(root, warc_dirs, source_dir, eval_file, code_dir, code_eval, blocklist,
+                        len(pages))
 
 
 # --- WARC files ----------------------------------------------------------------------------

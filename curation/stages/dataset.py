@@ -187,6 +187,11 @@ def curated_sources(pipeline: PipelineConfig, recipe: RecipeConfig) -> list[str]
     return sorted(pipeline.curated_sources() & set(recipe.sources))
 
 
+def code_sources(pipeline: PipelineConfig, recipe: RecipeConfig) -> list[str]:
+    """The recipe's code sources (`sources.NAME.kind: code`)."""
+    return sorted(pipeline.code_sources() & set(recipe.sources))
+
+
 def input_versions(store: Store, recipe: RecipeConfig) -> dict[str, str]:
     versions = {}
     for partition in recipe.partition_keys():
@@ -272,9 +277,10 @@ def _mix(store: Store, recipe_name: str, recipe: RecipeConfig, tokenizer: Pinned
     layout = PartitionLayout(store, MIX, recipe_name)
     takedowns = current_takedowns(store)
     curated = curated_sources(pipeline, recipe)
+    code = code_sources(pipeline, recipe)
     version = stable_hash({"code": MIX_CODE_VERSION, "recipe": recipe.model_dump(mode="json"),
                            "tokenizer": tokenizer.sha256, "takedowns": takedowns.version,
-                           "curated_sources": curated,
+                           "curated_sources": curated, "code_sources": code,
                            "inputs": input_versions(store, recipe)})
     existing = layout.read_manifest()
     if existing is not None and existing.version == version:
@@ -283,7 +289,7 @@ def _mix(store: Store, recipe_name: str, recipe: RecipeConfig, tokenizer: Pinned
                               pipeline.dedup.components)
     with duckdb_session() as con:
         run = run_mix(con, store, recipe, tokenizer=tokenizer, curated_sources=curated,
-                      placement=placement)
+                      code_sources=code, placement=placement)
         taken = apply_takedowns(con, store, recipe, takedowns)
         selected = scalar(con, f"SELECT count(*) FROM decisions WHERE kept AND doc_id NOT IN "
                                f"(SELECT doc_id FROM {TAKEN_DOWN})")

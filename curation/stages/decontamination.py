@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from curation.code import CODE_VERSION
 from curation.decontamination import (
     DecontaminationSettings,
     EvalIndex,
@@ -63,28 +64,45 @@ def build_eval_suite(store: Store, settings: DecontaminationSettings) -> SuiteBu
     if manifest is not None and manifest.version == version:
         return SuiteBuild(manifest, manifest.extra["index"], rebuilt=False)
     layout.prepare(version)
-    index = EvalIndex.build(load_benchmarks(settings.benchmarks), settings.ngram)
+    items = load_benchmarks(settings.benchmarks)
+    index = EvalIndex.build(items, settings.ngram)
     tables = index.to_tables()
     metadata = index_metadata(index)
+    stored = {"ngrams": [layout.write_table("ngrams", 0, tables["ngrams"])]}
+    code_names = {spec.name for spec in settings.benchmarks if spec.is_code}
+    if code_names:  # code items' tokens, for code sources (`DecontaminateWork.code`)
+        code = EvalIndex.build([item for item in items if item.benchmark in code_names],
+                               settings.code_ngram, "code")
+        for name, table in code.to_tables().items():
+            stored[f"code_{name}"] = [layout.write_table(f"code_{name}", 0, table)]
+        metadata["code_index"] = index_metadata(code)
     manifest = Manifest(EVAL_SUITE, SUITE_PARTITION, version,
-                        [layout.write_part(0, tables["items"])],
-                        tables={"ngrams": [layout.write_table("ngrams", 0, tables["ngrams"])]},
+                        [layout.write_part(0, tables["items"])], tables=stored,
                         extra={"index": metadata})
     layout.write_manifest(manifest)
     return SuiteBuild(manifest, metadata, rebuilt=True)
 
 
-_LOADED: dict[tuple[str, str], EvalIndex] = {}
+_LOADED: dict[tuple[str, str, bool], EvalIndex | None] = {}
 
 
-def load_eval_index(store: Store) -> EvalIndex:
-    """The stored index, read once per process and version (every task of a worker uses it)."""
+def load_eval_index(store: Store, code: bool = False) -> EvalIndex | None:
+    """The stored index (`code`: of the code benchmarks' code tokens, None when there are
+    none), read once per process and version (every task of a worker uses it)."""
     layout = PartitionLayout(store, EVAL_SUITE, SUITE_PARTITION)
-    key = (store.uri(layout.prefix), layout.complete_manifest().data_version)
+    manifest = layout.complete_manifest()
+    key = (store.uri(layout.prefix), manifest.data_version, code)
     if key not in _LOADED:
-        _LOADED.clear()
-        _LOADED[key] = EvalIndex.from_tables(layout.read_table(name="ngrams"),
-                                             layout.read_table())
+        if len(_LOADED) > 1:
+            _LOADED.clear()
+        if not code:
+            _LOADED[key] = EvalIndex.from_tables(layout.read_table(name="ngrams"),
+                                                 layout.read_table())
+        elif manifest.table_parts("code_ngrams"):
+            _LOADED[key] = EvalIndex.from_tables(layout.read_table(name="code_ngrams"),
+                                                 layout.read_table(name="code_items"))
+        else:
+            _LOADED[key] = None
     return _LOADED[key]
 
 
@@ -99,15 +117,14 @@ class DecontaminateWork(AnnotateStage):
     """One drop per (document, eval item) hit; the stats count contaminated documents."""
 
     min_hits: int
+    code: bool = False
 
     asset = ASSET
     reported_reasons = (CONTAMINATED,)
 
     def annotate(self, index: int, table: pa.Table) -> Annotation:
         doc_ids = table["doc_id"].to_pylist()
-        eval_index = load_eval_index(self.documents.store)
-        hits = [hit for doc, text in enumerate(table["text"].to_pylist())
-                for hit in eval_index.document_hits(doc, text, self.min_hits)]
+        hits = self._hits(table["text"].to_pylist())
         per_doc: dict[int, list[Hit]] = {}
         for hit in hits:
             per_doc.setdefault(hit.doc, []).append(hit)
@@ -123,10 +140,30 @@ class DecontaminateWork(AnnotateStage):
                           {"hits": hits_table(hits, doc_ids)}, counts)
 
 
+    def _hits(self, texts: list[str]) -> list[Hit]:
+        """Every document's hits in the word index and, in a code source, in the code index
+        too (an item found both ways counts once, as the word index found it)."""
+        indexes = [load_eval_index(self.documents.store)]
+        if self.code:
+            indexes.append(load_eval_index(self.documents.store, code=True))
+        hits: list[Hit] = []
+        for doc, text in enumerate(texts):
+            found: dict[tuple[str, str], Hit] = {}
+            for eval_index in filter(None, indexes):
+                for hit in eval_index.document_hits(doc, text, self.min_hits):
+                    found.setdefault((hit.benchmark, hit.item_id), hit)
+            hits += sorted(found.values(), key=lambda h: (h.start, h.benchmark, h.item_id))
+        return hits
+
+
 def run_decontaminated(documents: DocumentsInput, settings: DecontaminationSettings,
-                       workers: int, on_task_done: Any = None) -> PartitionResult:
+                       workers: int, on_task_done: Any = None, code: bool = False
+                       ) -> PartitionResult:
+    """The stage over one partition; `code`: a code source's, also scanned in code tokens."""
     suite = PartitionLayout(documents.store, EVAL_SUITE, SUITE_PARTITION).complete_manifest()
-    return DecontaminateWork(documents, settings.min_hits).run(
-        {"kernel": KERNEL_VERSION, "min_hits": settings.min_hits,
-         DOCUMENTS: documents.data_version(), EVAL_SUITE: suite.data_version},
-        workers, on_task_done)
+    inputs = {"kernel": KERNEL_VERSION, "min_hits": settings.min_hits,
+              DOCUMENTS: documents.data_version(), EVAL_SUITE: suite.data_version}
+    if code:
+        inputs["code"] = CODE_VERSION
+    return DecontaminateWork(documents, settings.min_hits, code).run(inputs, workers,
+                                                                     on_task_done)

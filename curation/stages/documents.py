@@ -50,7 +50,9 @@ ASSET = DOCUMENTS
 # Bumped whenever this module's output for the same input changes.
 # 2: own WARC framing (bad Content-Length, garbled headers), de-chunked payloads, binary sniffing,
 #    UTF-8 behind single-byte labels, depth limit, CPU-time extraction limit.
-KERNEL_VERSION = "documents-2"
+# 3: trafilatura's form rescue (curation.form_rescue), code files
+KERNEL_VERSION = "documents-3"
+FILES_PER_TASK = 256  # `format: files`: a repository's files are small, a task per file too many
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 log = logging.getLogger(__name__)
 # Reject reasons that condemn a whole input file rather than one of its records: what each
@@ -74,6 +76,10 @@ class Task:
     location: str
     source: str = WEB_SOURCE
     source_config: SourceConfig | None = None
+    # `format: files`: the files this task reads (`location` is the first) and the source's
+    # folder, which their paths (and so their doc_ids) are relative to.
+    files: tuple[str, ...] = ()
+    root: str = ""
 
 
 @dataclass
@@ -115,9 +121,10 @@ class _Collector:
         self._sample_size = sample_size
 
     def reject(self, stage: str, reason: str, url: str | None, offset: int | None,
-               message: str = "") -> None:
+               message: str = "", file: str | None = None) -> None:
         self.stats.rejects[reason] += 1
-        self.rejects.append({"stage": stage, "url": url, "warc_file": self.task.location,
+        self.rejects.append({"stage": stage, "url": url,
+                             "warc_file": file or self.task.location,
                              "warc_offset": offset, "reason": reason, "message": message[:500]})
 
     def keep(self, row: dict[str, Any]) -> None:
@@ -272,6 +279,26 @@ def _source_records(path: Path, config: SourceConfig) -> Iterator[tuple[int, Any
                         yield line, error
 
 
+def _record_url(task: Task, config: SourceConfig, record: dict[str, Any], name: str,
+                line: int) -> str:
+    """The record's URL field, else its file's path in its repository for a code row, else
+    `source://SOURCE/FILE#LINE`."""
+    url = record.get(config.url_field) if config.url_field else None
+    if url:
+        return str(url)
+    path = record.get(config.path_field) if config.path_field else None
+    if path:
+        repository = record.get(config.repository_field) if config.repository_field else None
+        return f"source://{task.source}/" + "/".join(str(p) for p in (repository, path) if p)
+    return f"source://{task.source}/{name}#{line}"
+
+
+def _source_row(task: Task, doc_id: str, url: str, licence: str, text: str) -> dict[str, Any]:
+    return {"doc_id": doc_id, "source": task.source, "url": url, "domain": None,
+            "snapshot": None, "warc_file": None, "warc_offset": None, "fetched_at": None,
+            "charset": "utf-8", "html_bytes": None, "licence": licence, "text": text}
+
+
 def _read_source(task: Task, path: Path, settings: DocumentsSettings, out: _Collector) -> None:
     config = task.source_config
     assert config is not None
@@ -287,19 +314,50 @@ def _read_source(task: Task, path: Path, settings: DocumentsSettings, out: _Coll
                 continue
             out.stats.candidates += 1
             text = str(record.get(config.text_field) or "").strip()
-            url = record.get(config.url_field) if config.url_field else None
-            url = url or f"source://{task.source}/{name}#{line}"
+            url = _record_url(task, config, record, name, line)
             if len(text) < settings.min_text_chars:
                 out.reject("source_read", "empty_text", url, line)
                 continue
-            out.keep({
-                "doc_id": source_doc_id(task.source, name, line), "source": task.source,
-                "url": url, "domain": None, "snapshot": None, "warc_file": None,
-                "warc_offset": None, "fetched_at": None, "charset": "utf-8", "html_bytes": None,
-                "licence": config.licence, "text": text,
-            })
+            licence = record.get(config.licence_field) if config.licence_field else None
+            out.keep(_source_row(task, source_doc_id(task.source, name, line), url,
+                                 str(licence or config.licence), text))
     except (ValueError, OSError, UnicodeDecodeError) as error:
         out.reject("source_read", "unreadable_file", None, None, f"{type(error).__name__}: {error}")
+
+
+_BINARY_SNIFF = 8192
+
+
+def _read_file(task: Task, location: str, path: Path, settings: DocumentsSettings,
+               out: _Collector) -> None:
+    """One file of a `format: files` source as one document, its path relative to the
+    source's folder; a file too large, binary or not UTF-8 is rejected with its reason."""
+    config = task.source_config
+    assert config is not None
+    relative = location[len(task.root):].lstrip("/") if location.startswith(task.root) \
+        else Path(location).name
+    url = f"source://{task.source}/{relative}"
+    out.stats.records_in += 1
+    size = path.stat().st_size
+    if size > config.max_file_bytes:
+        out.reject("source_read", "file_too_large", url, None,
+                   f"{size} bytes, over max_file_bytes {config.max_file_bytes}", location)
+        return
+    raw = path.read_bytes()
+    if b"\0" in raw[:_BINARY_SNIFF]:
+        out.reject("source_read", "binary_file", url, None, "a NUL byte in its head", location)
+        return
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError as error:
+        out.reject("source_read", "not_utf8", url, None, str(error), location)
+        return
+    out.stats.candidates += 1
+    if len(text) < settings.min_text_chars:
+        out.reject("source_read", "empty_text", url, None, "", location)
+        return
+    out.keep(_source_row(task, source_doc_id(task.source, relative, 0), url, config.licence,
+                         text))
 
 
 # --- file-level problems ---------------------------------------------------------------------
@@ -347,12 +405,22 @@ class DocumentsWork:
     def __call__(self, index: int) -> TaskOutput:
         task = self.tasks[index]
         out = _Collector(task, self.settings.sample_size)
+        if task.files:
+            for location in task.files:
+                with self.reader.local_copy(location) as path:
+                    out.stats.input_bytes += path.stat().st_size
+                    _read_file(task, location, path, self.settings, out)
+            return self._output(out)
         with self.reader.local_copy(task.location) as path:
             out.stats.input_bytes = path.stat().st_size
             if task.source_config is None:
                 _read_warc(task, path, self.settings, out)
             else:
                 _read_source(task, path, self.settings, out)
+        return self._output(out)
+
+    @staticmethod
+    def _output(out: _Collector) -> TaskOutput:
         tables = {"part": pa.Table.from_pylist(out.rows, DOCUMENT_SCHEMA),
                   "rejects": pa.Table.from_pylist(out.rejects, REJECT_SCHEMA)}
         return TaskOutput(tables, out.stats, out.sample_ids())
@@ -380,16 +448,26 @@ def run_documents(
     reader: InputReader | None = None,
     source: str = WEB_SOURCE,
     source_config: SourceConfig | None = None,
+    source_root: str | None = None,
     version: str | None = None,
     on_task_done: Callable[[TaskResult, int, int], None] | None = None,
     lock: LockSettings | None = None,
     run_id: str | None = None,
 ) -> DocumentsRun:
     """Runs (or resumes) the documents stage for one partition; the manifest is written last.
-    The partition is locked for the run (see `curation.tasks.PartitionLock`)."""
+    The partition is locked for the run (see `curation.tasks.PartitionLock`). A `format:
+    files` source reads `FILES_PER_TASK` files a task, their paths relative to `source_root`
+    (the source's folder)."""
     version = version or run_version(settings, warc_files, source_config)
-    tasks = tuple(Task(index, snapshot, location, source, source_config)
-                  for index, location in enumerate(warc_files))
+    if source_config is not None and source_config.format == "files":
+        groups = [tuple(warc_files[at:at + FILES_PER_TASK])
+                  for at in range(0, len(warc_files), FILES_PER_TASK)]
+        tasks = tuple(Task(index, snapshot, group[0], source, source_config, group,
+                           source_root or "")
+                      for index, group in enumerate(groups))
+    else:
+        tasks = tuple(Task(index, snapshot, location, source, source_config)
+                      for index, location in enumerate(warc_files))
     work = DocumentsWork(tasks, settings, reader or InputReader())
     result = run_partition(PartitionRun(store, ASSET, snapshot, version), len(tasks), work,
                            workers, on_task_done, lock=lock, run_id=run_id,

@@ -4,39 +4,57 @@ order: datatrove re-splits words with spaCy in every filter and again for MinHas
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
 
+from curation.code import CODE_VERSION
 from curation.graph import DOCUMENTS, HEURISTICS, LANGUAGE, MINHASH_SIGNATURES
-from curation.heuristics import HeuristicsSettings, annotate_splits
-from curation.minhash import MinHashSettings, band_hashes, signatures, signatures_table
+from curation.heuristics import HeuristicsSettings, annotate_code, annotate_splits
+from curation.minhash import (
+    MinHashSettings,
+    band_hashes,
+    code_shingle_hashes,
+    signatures,
+    signatures_from_shingles,
+    signatures_table,
+)
 from curation.schema import EDIT_SCHEMA
 from curation.stages.base import AnnotateStage, Annotation, DocumentsInput, Drop
 from curation.tasks import PartitionResult
 from curation.text import split_text
 
 # 3: the whitespace alpha-word signal, and the compact MinHash signature that near-duplicate
-# verification reads
-KERNEL_VERSION = "heuristics-3"
+# verification reads; 4: the code suite's columns
+KERNEL_VERSION = "heuristics-4"
 
 
 @dataclass(frozen=True)
 class HeuristicsWork(AnnotateStage):
+    """The prose suites and word shingles; in a code source (`code`), the code suite and
+    code shingles (`curation.code`)."""
+
     settings: HeuristicsSettings
     minhash: MinHashSettings
+    code: bool = False
 
     asset = HEURISTICS
     also = (MINHASH_SIGNATURES,)
 
     def annotate(self, index: int, table: pa.Table) -> Annotation:
-        languages = self.documents.upstream(LANGUAGE).read_part(
-            index, columns=["language"])["language"].to_pylist()
         doc_ids = table["doc_id"].to_pylist()
-        splits = [split_text(text) for text in table["text"].to_pylist()]
-        annotations = annotate_splits(splits, languages, self.settings)
-        sigs = signatures(splits, self.minhash)
+        texts = table["text"].to_pylist()
+        if self.code:
+            annotations = annotate_code(texts, table["url"].to_pylist(), self.settings)
+            sigs = signatures_from_shingles(
+                [code_shingle_hashes(text, self.minhash) for text in texts], self.minhash)
+        else:
+            languages = self.documents.upstream(LANGUAGE).read_part(
+                index, columns=["language"])["language"].to_pylist()
+            splits = [split_text(text) for text in texts]
+            annotations = annotate_splits(splits, languages, self.settings)
+            sigs = signatures(splits, self.minhash)
         bands = band_hashes(sigs, self.minhash)
         signals = annotations.to_arrow()
         signals = signals.add_column(0, "doc_id", pa.array(doc_ids, pa.string()))
@@ -61,9 +79,12 @@ class HeuristicsWork(AnnotateStage):
 
 def run_heuristics(documents: DocumentsInput, settings: HeuristicsSettings,
                    minhash: MinHashSettings, workers: int,
-                   on_task_done: Any = None) -> PartitionResult:
-    return HeuristicsWork(documents, settings, minhash).run(
-        {"kernel": KERNEL_VERSION, "settings": settings.model_dump(mode="json"),
-         "minhash": minhash.model_dump(mode="json"), DOCUMENTS: documents.data_version(),
-         LANGUAGE: documents.upstream(LANGUAGE).complete_manifest().data_version},
-        workers, on_task_done)
+                   on_task_done: Any = None, code: bool = False) -> PartitionResult:
+    """The stage over one partition; `code`: a code source's (see `HeuristicsWork`)."""
+    inputs = {"kernel": KERNEL_VERSION, "settings": settings.model_dump(mode="json"),
+              "minhash": minhash.model_dump(mode="json"), DOCUMENTS: documents.data_version(),
+              LANGUAGE: documents.upstream(LANGUAGE).complete_manifest().data_version}
+    if code:
+        documents = replace(documents, columns=("doc_id", "url", "text"))
+        inputs["code"] = CODE_VERSION
+    return HeuristicsWork(documents, settings, minhash, code).run(inputs, workers, on_task_done)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from curation.code import CODE_VERSION, find_secrets
 from curation.edits import Replacement, apply_edits
 from curation.graph import DOCUMENTS, HEURISTICS, LINE_DEDUP, SCRUBBED
 from curation.pii import PiiSettings, find_pii
@@ -27,6 +28,8 @@ ASSET = SCRUBBED
 KERNEL_VERSION = "scrubbed-1"
 SAMPLES_PER_TASK = 20
 EMPTY_AFTER_EDITS = "empty_after_edits"
+SECRET = "SECRET"
+SECRET_PLACEHOLDER = "|||SECRET|||"
 
 SCRUBBED_SCHEMA = pa.schema(
     [
@@ -59,7 +62,12 @@ def recorded_edits(edits: pa.Table) -> dict[str, _DocumentEdits]:
 
 @dataclass(frozen=True)
 class ScrubWork(AnnotateStage):
+    """In a code source (`code`), `line_dedup`'s boilerplate lines stay (`import os` in
+    every file is code, not boilerplate) and credentials become `SECRET_PLACEHOLDER`
+    (`curation.code.find_secrets`) besides the PII."""
+
     settings: PiiSettings
+    code: bool = False
 
     asset = ASSET
     reported_reasons = (EMPTY_AFTER_EDITS,)
@@ -68,8 +76,21 @@ class ScrubWork(AnnotateStage):
         """The part's recorded edits: `line_dedup`'s edits have one part per documents part,
         like `heuristics`', so a task reads its own part's only."""
         heuristics = self.documents.upstream(HEURISTICS).read_part(index, "edits")
+        if self.code:
+            return recorded_edits(heuristics)
         lines = self.documents.upstream(LINE_DEDUP).read_part(index, "edits")
         return recorded_edits(pa.concat_tables([heuristics, lines]))
+
+    def _replacements(self, text: str) -> list[Replacement]:
+        pii = [Replacement(span.start, span.end, self.settings.placeholders[span.kind],
+                           span.kind) for span in find_pii(text, self.settings)]
+        if not self.code:
+            return pii
+        secrets = [Replacement(start, end, SECRET_PLACEHOLDER, SECRET)
+                   for start, end in find_secrets(text)]
+        # a secret wins over PII inside it (an e-mail in a private key's comment)
+        return secrets + [r for r in pii if not any(r.start < s.end and s.start < r.end
+                                                    for s in secrets)]
 
     def annotate(self, index: int, table: pa.Table) -> Annotation:
         doc_ids, texts = table["doc_id"].to_pylist(), table["text"].to_pylist()
@@ -80,9 +101,7 @@ class ScrubWork(AnnotateStage):
         kinds: Counter[str] = Counter()
         for doc_id, text in zip(doc_ids, texts, strict=True):
             edits = recorded.get(doc_id) or _DocumentEdits(set(), [])
-            pii = [Replacement(span.start, span.end, self.settings.placeholders[span.kind],
-                               span.kind) for span in find_pii(text, self.settings)]
-            edited = apply_edits(text, edits.lines, [*edits.cuts, *pii])
+            edited = apply_edits(text, edits.lines, [*edits.cuts, *self._replacements(text)])
             replaced = [span for span in edited.replacements if span.kind != "citation"]
             kinds.update(span.kind for span in replaced)
             pii_edits.extend({"doc_id": doc_id, "stage": ASSET, "kind": span.kind, "line": None,
@@ -105,11 +124,14 @@ class ScrubWork(AnnotateStage):
 
 
 def run_scrubbed(documents: DocumentsInput, settings: PiiSettings, workers: int,
-                 on_task_done: Any = None, samples: tuple[int, str] | None = None
-                 ) -> PartitionResult:
+                 on_task_done: Any = None, samples: tuple[int, str] | None = None,
+                 code: bool = False) -> PartitionResult:
+    """The stage over one partition; `code`: a code source's (see `ScrubWork`)."""
     upstream = {name: documents.upstream(name).complete_manifest().data_version
                 for name in (HEURISTICS, LINE_DEDUP)}
-    return ScrubWork(documents, settings).run(
-        {"kernel": KERNEL_VERSION, "settings": settings.model_dump(mode="json"),
-         DOCUMENTS: documents.data_version(), **upstream},
-        workers, on_task_done, samples=samples)
+    inputs = {"kernel": KERNEL_VERSION, "settings": settings.model_dump(mode="json"),
+              DOCUMENTS: documents.data_version(), **upstream}
+    if code:
+        inputs["code"] = CODE_VERSION
+    return ScrubWork(documents, settings, code).run(inputs, workers, on_task_done,
+                                                    samples=samples)
