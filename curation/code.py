@@ -11,10 +11,10 @@ markers, data files, file size. The thresholds live in `CodeSettings` (pipeline.
 
 Tokens: near-duplicate shingles use StarCoder's near-dedup split (runs of letters, digits and
 `_`), so a fork with its comments reflowed still collides. Decontamination uses
-`decontamination_tokens`: comments dropped, layout ignored, string literals compared by their
-words, and every identifier that is not a keyword, a builtin or an attribute name made one
-placeholder, so a benchmark solution with its variables renamed and its whitespace reformatted
-gives the same tokens.
+`decontamination_tokens`: comments, docstrings and parentheses dropped, layout ignored, string
+and number literals compared by value, and every identifier that is not a Python keyword, a
+builtin or an attribute name made one placeholder, so a benchmark solution with its variables
+renamed and its layout reformatted gives the same tokens (benchmarks/results/code.md).
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ standard library, which nobody here wrote, and HumanEval from ../shared/data."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from benchmarks.code_decontamination import (
@@ -237,3 +239,25 @@ def test_a_bad_code_source_fails_naming_the_field(fields: dict, named: str) -> N
 
     with pytest.raises(ValidationError, match=named):
         SourceConfig(path="code", licence="MIT", **fields)
+
+
+def test_bad_files_in_a_folder_source_are_rejected_with_their_reasons(tmp_path: Path) -> None:
+    folder = tmp_path / "repo"
+    (folder / "pkg").mkdir(parents=True)
+    (folder / "pkg" / "good.py").write_text("def f():\n    return 1\n")
+    (folder / "pkg" / "blob.py").write_bytes(b"x = 1\0\0\0")
+    (folder / "legacy.py").write_bytes("s = 'caf\u00e9'\n".encode("latin-1"))
+    (folder / "big.py").write_text("y = 2\n" * 100)
+    (folder / "empty.py").write_text("   \n")
+    config = SourceConfig(path=str(folder), format="files", kind="code", licence="MIT",
+                          max_file_bytes=500)
+    store = LocalStore(str(tmp_path / "store"))
+    files = sorted(str(p) for p in folder.rglob("*.py"))
+    run = run_documents("source:repo", files, store, DocumentsSettings(), workers=0,
+                        source="repo", source_config=config, source_root=str(folder))
+    table = PartitionLayout(store, "documents", "source:repo").read_table()
+    assert table["url"].to_pylist() == ["source://repo/pkg/good.py"]
+    assert run.rejects == {"binary_file": 1, "not_utf8": 1, "file_too_large": 1,
+                           "empty_text": 1}
+    rejects = PartitionLayout(store, "documents", "source:repo").read_table(name="rejects")
+    assert sorted(rejects["warc_file"].to_pylist()) == sorted(set(files) - {files[-1]})

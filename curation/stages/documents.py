@@ -334,16 +334,23 @@ def _read_file(task: Task, location: str, path: Path, settings: DocumentsSetting
     source's folder; a file too large, binary or not UTF-8 is rejected with its reason."""
     config = task.source_config
     assert config is not None
-    relative = location[len(task.root):].lstrip("/") if location.startswith(task.root) \
+    folder = task.root.rstrip("/") + "/"
+    relative = location.removeprefix(folder) if location.startswith(folder) \
         else Path(location).name
     url = f"source://{task.source}/{relative}"
     out.stats.records_in += 1
-    size = path.stat().st_size
+    try:
+        size = path.stat().st_size
+        raw = path.read_bytes() if size <= config.max_file_bytes else b""
+    except OSError as error:  # one unreadable file, not the task
+        out.reject("source_read", "unreadable_file", url, None,
+                   f"{type(error).__name__}: {error}", location)
+        return
+    out.stats.input_bytes += size
     if size > config.max_file_bytes:
         out.reject("source_read", "file_too_large", url, None,
                    f"{size} bytes, over max_file_bytes {config.max_file_bytes}", location)
         return
-    raw = path.read_bytes()
     if b"\0" in raw[:_BINARY_SNIFF]:
         out.reject("source_read", "binary_file", url, None, "a NUL byte in its head", location)
         return
@@ -408,7 +415,6 @@ class DocumentsWork:
         if task.files:
             for location in task.files:
                 with self.reader.local_copy(location) as path:
-                    out.stats.input_bytes += path.stat().st_size
                     _read_file(task, location, path, self.settings, out)
             return self._output(out)
         with self.reader.local_copy(task.location) as path:
