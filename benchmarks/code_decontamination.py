@@ -92,9 +92,12 @@ def renamed(source: str, seed: int, keep_docstrings: bool = True) -> str:
     return ast.unparse(renamer.visit(tree))
 
 
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+
+
 def stdlib_files(limit: int | None = None) -> list[Path]:
     """The interpreter's own Python modules (tests and site-packages left out), sorted."""
-    root = Path(sysconfig.get_paths()["stdlib"])
+    root = STDLIB
     files = sorted(p for p in root.rglob("*.py")
                    if not {"site-packages", "test", "tests", "idlelib"} & set(p.parts))
     return files[:limit] if limit else files

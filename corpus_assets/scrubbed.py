@@ -43,13 +43,14 @@ def scrubbed(
         require_passing_gates(context, upstream, partition)
     config = pipeline.load()
     settings = config.pii
+    code = config.is_code(partition)
     path = f"samples/{ASSET}/{partition}.jsonl"
     result = run_scrubbed(DocumentsInput(storage.store, partition), settings, compute.workers,
                           task_logger(context, partition), samples=(SAMPLE_SIZE, path),
-                          code=config.is_code(partition))
+                          code=code)
     stats = result.stats
     metadata = stage_metadata(stats, result.wall_seconds)
-    for kind in (*settings.enabled, *((SECRET,) if config.is_code(partition) else ())):
+    for kind in (*settings.enabled, *((SECRET,) if code else ())):
         metadata[f"pii.{kind}"] = MetadataValue.int(stats.counts.get(f"pii.{kind}", 0))
     for key in ("documents_with_pii", "documents_edited", "lines_removed", "cuts"):
         metadata[key] = MetadataValue.int(stats.counts.get(key, 0))

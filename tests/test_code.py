@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.code_decontamination import (
+    STDLIB,
     humaneval_items,
     humaneval_records,
     renamed,
@@ -31,9 +32,6 @@ from curation.stages.heuristics import run_heuristics
 from curation.stages.language import run_language
 from curation.storage import LocalStore
 from tests.conftest import require_shared_data
-
-STDLIB = stdlib_files()[0].parent if stdlib_files() else None
-
 
 # --- the kernel ------------------------------------------------------------------------------
 
@@ -85,9 +83,7 @@ def test_decontamination_tokens_ignore_names_layout_comments_and_docstrings() ->
 
 
 def test_code_shingles_see_a_fork_with_reflowed_comments_as_a_near_duplicate() -> None:
-    source = (STDLIB / "textwrap.py").read_text() if STDLIB else None
-    if source is None:
-        pytest.skip("no standard library files found")
+    source = (STDLIB / "textwrap.py").read_text()
     fork = source.replace("# ", "#  ").replace("    ", "\t")
     settings = MinHashSettings()
     sigs = signatures_from_shingles([code_shingle_hashes(t, settings) for t in (source, fork)],
@@ -119,8 +115,6 @@ def test_no_secret_is_found_in_the_standard_library() -> None:
 def stdlib_source(tmp_path_factory: pytest.TempPathFactory):
     """The standard library (tests and site-packages aside) as a `format: files` code source,
     through the documents, language and heuristics stages."""
-    if STDLIB is None:
-        pytest.skip("the interpreter's standard library is not on this machine")
     files = [str(p) for p in stdlib_files()]
     root = tmp_path_factory.mktemp("stdlib-source")
     store = LocalStore(str(root))

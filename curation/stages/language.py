@@ -65,12 +65,12 @@ class LanguageWork(AnnotateStage):
 def run_language(documents: DocumentsInput, settings: LanguageSettings, workers: int,
                  on_task_done: Any = None, code: bool = False) -> PartitionResult:
     """The stage over one partition; `code`: a code source's (see `LanguageWork`)."""
-    if code:
+    if code:  # the extension decides: neither the model nor its settings version the output
         documents = replace(documents, columns=("doc_id", "url"))
-    inputs = {"kernel": KERNEL_VERSION, "model": model_sha256(settings.model),
-              "settings": settings.model_dump(mode="json", exclude={"max_drift"}),
-              "input": documents.data_version()}
-    if code:
         inputs = {"kernel": KERNEL_VERSION, "code": CODE_VERSION,
+                  "input": documents.data_version()}
+    else:
+        inputs = {"kernel": KERNEL_VERSION, "model": model_sha256(settings.model),
+                  "settings": settings.model_dump(mode="json", exclude={"max_drift"}),
                   "input": documents.data_version()}
     return LanguageWork(documents, settings, code).run(inputs, workers, on_task_done)
