@@ -153,6 +153,7 @@ def ours_independent(docs: list[dict[str, str]]) -> tuple[dict[str, float], list
     from curation.text import split_text
 
     annotator = Annotator(HeuristicsSettings())
+    english = annotator.language("en")
     seconds: Counter[str] = Counter()
     rows = []
     for doc in docs:
@@ -162,7 +163,7 @@ def ours_independent(docs: list[dict[str, str]]) -> tuple[dict[str, float], list
         row = {}
         for suite in SUITES:
             start = time.perf_counter()
-            row[suite] = annotator.run_suite(suite, split, "en")
+            row[suite] = annotator.run_suite(suite, split, english)
             seconds[suite] += time.perf_counter() - start
         rows.append(row)
     return dict(seconds), rows

@@ -294,6 +294,21 @@ def sample_generate(
     typer.echo(f"sample: {layout.page_count} pages under {layout.root}")
 
 
+def _print_languages(report_json: Path) -> None:
+    """The report's language rows summed over partitions: the multilingual and code share."""
+    totals: dict[str, list[int]] = {}
+    for row in json.loads(report_json.read_text(encoding="utf-8"))["languages"]:
+        counts = (row["documents"], row["heuristics_dropped"], row["selected"],
+                  row["selected_tokens"])
+        total = totals.get(row["language"], [0, 0, 0, 0])
+        totals[row["language"]] = [a + b for a, b in zip(total, counts, strict=True)]
+    typer.echo("\nlanguage     documents  heuristics drop  selected    tokens")
+    for language, (documents, dropped, selected, tokens) in sorted(
+            totals.items(), key=lambda item: -item[1][0]):
+        typer.echo(f"{language:<12}{documents:>10}{dropped / documents:>17.1%}{selected:>10}"
+                   f"{tokens:>10}")
+
+
 @sample_app.command("run")
 def sample_run(
     workers: Annotated[int, typer.Option(help="Worker processes per partition")] = 2,
@@ -315,6 +330,7 @@ def sample_run(
     for name in validated_recipes(pipeline):
         report_html = Path(root) / "reports" / name / "report.html"
         if report_html.exists():
+            _print_languages(report_html.with_name("report.json"))
             typer.echo(f"\nFunnel report of recipe {name}: {report_html.resolve()}")
     typer.echo(f"\nOpen the UI:  .venv/bin/corpus --project-dir {PROJECT_ROOT} ui"
                "\n              then browse http://127.0.0.1:3000")

@@ -14,26 +14,35 @@ rewrites text. English-specific rules (Gopher's stop words, C4's terminal-punctu
 sentence rules, the default bad-word list) apply to `english_only_languages`; elsewhere they are
 skipped and counted.
 
+Languages written without spaces follow FineWeb-2: a data file per language
+(`curation/languages/`, `LanguageRules`) names a word segmenter (`curation.segmenters`) and
+overrides thresholds, stop words and the bad-word list, so Gopher's word rules, the n-gram
+repetition rules, C4's words per line, FineWeb's list ratio, the bad-word density and MinHash's
+shingles all count the segmenter's words.
+
 One setting departs from datatrove on request: `GopherQualitySettings.alpha_words` can count the
 alpha-word rule's words as the Gopher paper does (whitespace-separated) instead of as spaCy tokens.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from itertools import accumulate
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from curation.code import CODE_SIGNALS, INT_CODE_SIGNALS, CodeSettings, code_checks, code_signals
+from curation.segmenters import SEGMENTERS
 from curation.text import (
     HAS_ALPHA,
     NON_SYMBOL,
@@ -159,8 +168,80 @@ class BadWordsSettings(_Strict):
     languages: list[str] | None = None
 
 
+LANGUAGES_DIR = Path(__file__).parent / "languages"
+# The suites a language file may override, with their settings models.
+_LANGUAGE_SUITES: dict[str, type[_Strict]] = {
+    "gopher_repetition": GopherRepetitionSettings,
+    "gopher_quality": GopherQualitySettings,
+    "c4": C4Settings,
+    "fineweb": FineWebSettings,
+}
+
+
+class LanguageRules(_Strict):
+    """One language's departures from the pipeline's heuristics, FineWeb-2 style: its word
+    segmenter, per-suite settings that override the pipeline's for documents in the language,
+    and its bad-word list (`curation/languages/README.md`)."""
+
+    enabled: bool = True  # false: the language is judged like any other
+    source: str | None = None  # where the values come from
+    segmenter: str | None = None  # a `curation.segmenters` name; None: the English split
+    gopher_repetition: dict[str, Any] = {}
+    gopher_quality: dict[str, Any] = {}
+    c4: dict[str, Any] = {}
+    fineweb: dict[str, Any] = {}
+    bad_words_file: str | None = None  # a list in curation/languages/
+
+    @field_validator("segmenter")
+    @classmethod
+    def _known_segmenter(cls, value: str | None) -> str | None:
+        if value is not None and value not in SEGMENTERS:
+            raise ValueError(f"unknown segmenter {value!r}; known: {sorted(SEGMENTERS)}")
+        return value
+
+    @field_validator("bad_words_file")
+    @classmethod
+    def _shipped_list(cls, value: str | None) -> str | None:
+        if value is not None and (Path(value).name != value
+                                  or not (LANGUAGES_DIR / value).is_file()):
+            raise ValueError(f"{value!r} is not a word list in {LANGUAGES_DIR}")
+        return value
+
+    @model_validator(mode="after")
+    def _valid_overrides(self) -> LanguageRules:
+        for suite, model in _LANGUAGE_SUITES.items():
+            try:
+                model.model_validate(getattr(self, suite))
+            except ValidationError as error:
+                raise ValueError(f"{suite}: {error}") from None
+        return self
+
+    @property
+    def stop_words_given(self) -> bool:
+        return "stop_words" in self.gopher_quality
+
+
+def builtin_language_rules() -> dict[str, LanguageRules]:
+    """The rules shipped in `curation/languages/*.yaml`, by base language code."""
+    return dict(_read_language_files())
+
+
+@cache
+def _read_language_files() -> dict[str, LanguageRules]:
+    return {path.stem: LanguageRules.model_validate(yaml.safe_load(path.read_text("utf-8")))
+            for path in sorted(LANGUAGES_DIR.glob("*.yaml"))}
+
+
+def _merge_rules(base: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """`given` over `base`, a suite's settings merged one by one."""
+    return {**base, **{key: {**base.get(key, {}), **value}
+                       if key in _LANGUAGE_SUITES and isinstance(value, dict) else value
+                       for key, value in given.items()}}
+
+
 class HeuristicsSettings(_Strict):
-    """Every suite's settings, and the languages the English-specific rules apply to."""
+    """Every suite's settings, the languages the English-specific rules apply to, and the
+    per-language rules (`LanguageRules`)."""
 
     gopher_repetition: GopherRepetitionSettings = GopherRepetitionSettings()
     gopher_quality: GopherQualitySettings = GopherQualitySettings()
@@ -170,11 +251,66 @@ class HeuristicsSettings(_Strict):
     # Code sources' suite; the prose suites never judge a code file, nor this one prose.
     code: CodeSettings = CodeSettings()
     english_only_languages: list[str] = ["en"]
+    # Base language code -> its rules: the built-in files (curation/languages/), with what is
+    # given here merged over them key by key (a suite's settings one by one); null instead of a
+    # language's rules switches them off (enabled: false).
+    languages: dict[str, LanguageRules] = Field(default_factory=builtin_language_rules)
 
     @field_validator("english_only_languages")
     @classmethod
     def _base_codes(cls, value: list[str]) -> list[str]:
         return [base_language(language) for language in value]
+
+    @field_validator("languages", mode="before")
+    @classmethod
+    def _over_builtin(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        merged: dict[str, Any] = {language: rules.model_dump()
+                                  for language, rules in builtin_language_rules().items()}
+        for language, given in value.items():
+            code = base_language(language)
+            if given is None:
+                given = {"enabled": False}
+            if isinstance(given, dict):
+                merged[code] = _merge_rules(merged.get(code, {}), given)
+            else:
+                merged[code] = given
+        return merged
+
+    def rules(self, language: str) -> LanguageRules | None:
+        """The rules of `language` (a base code), if it has rules switched on."""
+        rules = self.languages.get(language)
+        return rules if rules is not None and rules.enabled else None
+
+    def for_language(self, language: str) -> HeuristicsSettings:
+        """These settings with the rules of `language` (a base code) applied."""
+        rules = self.rules(language)
+        if rules is None:
+            return self
+        update = {suite: model.model_validate({**getattr(self, suite).model_dump(),
+                                               **getattr(rules, suite)})
+                  for suite, model in _LANGUAGE_SUITES.items() if getattr(rules, suite)}
+        if "gopher_repetition" in update:  # the pipeline's n-gram sizes: the same columns
+            mine, theirs = self.gopher_repetition, update["gopher_repetition"]
+            update["gopher_repetition"] = theirs.model_copy(update={
+                sizes: {n: getattr(theirs, sizes).get(n, limit)
+                        for n, limit in getattr(mine, sizes).items()}
+                for sizes in ("top_n_grams", "dup_n_grams")})
+        return self.model_copy(update=update)
+
+    def segmenter(self, language: str | None) -> str | None:
+        """The word segmenter for documents in `language` (None: the English split)."""
+        rules = self.rules(base_language(language))
+        return rules.segmenter if rules else None
+
+    def word_list_digests(self) -> dict[str, str]:
+        """sha256 of each shipped word list the language rules use: the settings name a list,
+        so a stage's version needs its content."""
+        files = sorted({rules.bad_words_file for language in self.languages
+                        if (rules := self.rules(language)) and rules.bad_words_file})
+        return {name: hashlib.sha256((LANGUAGES_DIR / name).read_bytes()).hexdigest()
+                for name in files}
 
 
 # The built-in bad-word list: adult and spam vocabulary, lower case, matched on whole words.
@@ -380,7 +516,8 @@ def _whitespace_alpha_frac(split: SplitText, has_alpha: np.ndarray) -> float | N
 
 
 def gopher_quality(
-    split: SplitText, settings: GopherQualitySettings, stop_words: frozenset[str], english: bool
+    split: SplitText, settings: GopherQualitySettings, stop_words: frozenset[str],
+    stop_words_apply: bool,
 ) -> SuiteResult:
     text, n_words, flags = split.text, len(split.words), split.word_flags
     words = (flags & np.uint64(NON_SYMBOL)) != 0  # Gopher counts words that are not only symbols
@@ -400,7 +537,7 @@ def gopher_quality(
     }
     s, g = settings, signals
     result = SuiteResult(signals)
-    if s.min_stop_words is not None and not english:
+    if s.min_stop_words is not None and not stop_words_apply:
         result.skipped.append("gopher_quality.few_stop_words")
     _first(
         result,
@@ -446,7 +583,7 @@ def gopher_quality(
             (
                 "few_stop_words",
                 "gopher_stop_words",
-                english and _below(g["gopher_stop_words"], s.min_stop_words),
+                stop_words_apply and _below(g["gopher_stop_words"], s.min_stop_words),
             ),
         ],
     )
@@ -476,10 +613,22 @@ class _C4Scan:
     settings: C4Settings
     english: bool
     line_starts: list[int]
+    segmented: bool = False  # words per line from the split (a segmenter's), not str.split
     sentences: int = 0
     lorem_line: int | None = None
     curly_line: int | None = None
     edits: list[tuple[str, int, int, int]] = field(default_factory=list)
+
+    def words(self, index: int, line: str) -> tuple[int, Callable[[], int]]:
+        """The words of a line (segmented: those not only symbols) and the longest one's
+        length, computed only when asked."""
+        if not self.segmented:
+            words = line.split()
+            return len(words), lambda: max(map(len, words))
+        starts = self.split.line_word_starts
+        first, end = int(starts[index]), int(starts[index + 1])
+        real = (self.split.word_flags[first:end] & np.uint64(NON_SYMBOL)) != 0
+        return int(real.sum()), lambda: int(self.split.word_lengths[first:end].max())
 
     def remove(self, kind: str, index: int, line: str) -> None:
         start = self.line_starts[index]
@@ -496,9 +645,9 @@ class _C4Scan:
         whole document (lorem ipsum, curly bracket) is noted and the scan goes on."""
         s = self.settings
         line = raw.strip()
-        words = line.split()
+        n_words, longest = self.words(index, line)
         limit = s.max_word_length
-        if limit is not None and len(line) > limit and max(map(len, words)) > limit:
+        if limit is not None and len(line) > limit and longest() > limit:
             return self.remove("too_long_word", index, raw)
         edits_before = len(self.edits)
         cut = s.remove_citations and "[" in line and CITATION.search(line) is not None
@@ -511,7 +660,7 @@ class _C4Scan:
         ):
             del self.edits[edits_before:]
             return self.remove("no_terminal_punct", index, raw)
-        if s.min_words_per_line is not None and len(words) < s.min_words_per_line:
+        if s.min_words_per_line is not None and n_words < s.min_words_per_line:
             del self.edits[edits_before:]
             return self.remove("too_few_words", index, raw)
         lower = line.lower()
@@ -533,7 +682,7 @@ class _C4Scan:
 def c4(split: SplitText, settings: C4Settings, english: bool) -> SuiteResult:
     lines = split.lines
     starts = [0, *accumulate(map(len, split.text.splitlines(keepends=True)))]
-    scan = _C4Scan(split, settings, english, starts)
+    scan = _C4Scan(split, settings, english, starts, split.segmenter is not None)
     for index, raw in enumerate(lines):
         scan.scan(index, raw)
     removed = len({edit[1] for edit in scan.edits if edit[0] != "citation"})
@@ -653,13 +802,18 @@ def fineweb(
 
 @dataclass(frozen=True)
 class BadWords:
-    """A compiled list: single words are looked up per word, phrases are searched for."""
+    """A compiled list: single words are looked up per word, phrases are searched for. With a
+    segmenter, an entry is the words the segmenter makes of it, and a phrase matches those words
+    in sequence: a Chinese entry of one character never matches inside a longer word."""
 
     words: frozenset[str]
     phrases: re.Pattern[str] | None
+    segmenter: str | None = None
 
     @classmethod
-    def from_list(cls, entries: frozenset[str]) -> BadWords:
+    def from_list(cls, entries: frozenset[str], segmenter: str | None = None) -> BadWords:
+        if segmenter is not None:
+            return cls._segmented(entries, segmenter)
         phrases = sorted((e for e in entries if " " in e), key=len, reverse=True)
         alternatives = "|".join(r"\s+".join(map(re.escape, p.split())) for p in phrases)
         pattern = rf"(?<!\w)(?:{alternatives})(?!\w)"
@@ -667,12 +821,30 @@ class BadWords:
             frozenset(e for e in entries if " " not in e), re.compile(pattern) if phrases else None
         )
 
+    @classmethod
+    def _segmented(cls, entries: frozenset[str], segmenter: str) -> BadWords:
+        split = {entry: [w.lower() for w in split_text(entry, segmenter).words]
+                 for entry in entries}
+        phrases = sorted((_SEPARATOR.join(words) for words in split.values() if len(words) > 1),
+                         key=len, reverse=True)
+        pattern = "|".join(re.escape(_SEPARATOR + p + _SEPARATOR) for p in phrases)
+        return cls(frozenset(words[0] for words in split.values() if len(words) == 1),
+                   re.compile(f"(?=({pattern}))") if phrases else None, segmenter)
+
     def count(self, split: SplitText) -> int:
         # Words hold no whitespace, so one lower() of the joined words is a per-word lower().
         hits = sum(map(self.words.__contains__, " ".join(split.words).lower().split(" ")))
-        if self.phrases is not None:
-            hits += sum(len(m.group().split()) for m in self.phrases.finditer(split.text.lower()))
-        return hits
+        if self.phrases is None:
+            return hits
+        if self.segmenter is None:
+            return hits + sum(len(m.group().split())
+                              for m in self.phrases.finditer(split.text.lower()))
+        joined = _SEPARATOR + _SEPARATOR.join(split.words).lower() + _SEPARATOR
+        return hits + sum(m.group(1).count(_SEPARATOR) - 1
+                          for m in self.phrases.finditer(joined))
+
+
+_SEPARATOR = "\x00"  # between segmented words: no word holds it
 
 
 def bad_words(
@@ -770,48 +942,87 @@ class Annotations:
         return pa.table(columns, schema=EDIT_SCHEMA)
 
 
+@dataclass(frozen=True)
+class _LanguageSuites:
+    """The settings for documents in one language, compiled once."""
+
+    settings: HeuristicsSettings
+    english: bool  # C4's English-only rules apply
+    stop_words: frozenset[str]
+    stop_words_apply: bool
+    stop_chars: tuple[str, ...]
+    bad_words: BadWords
+    bad_words_apply: bool
+
+
 class Annotator:
     """The settings compiled once; `annotate_one` runs every enabled suite on one document."""
 
     def __init__(self, settings: HeuristicsSettings) -> None:
         self.settings = settings
         self.english = frozenset(settings.english_only_languages)
-        self.stop_words = frozenset(settings.gopher_quality.stop_words)
-        stop_chars = settings.fineweb.stop_chars
-        self.stop_chars = tuple(sorted(TERMINAL_PUNCTUATION) if stop_chars is None else stop_chars)
         bw = settings.bad_words
-        self.bad_words = BadWords.from_list(load_bad_words(bw.word_list))
+        self._default_bad_words = BadWords.from_list(load_bad_words(bw.word_list))
         self.bad_word_languages = (
             self.english if bw.languages is None else frozenset(map(base_language, bw.languages))
         )
+        self._languages: dict[str, _LanguageSuites] = {}
         self.suites = [name for name in SUITES if getattr(settings, name).enabled]
         # The signal columns, in order: those an empty document gets.
         self.suite_signals = {suite: list(result.signals)
                               for suite, result in self.annotate_one("", None).items()}
         self.signal_names = [n for names in self.suite_signals.values() for n in names]
 
+    def language(self, lang: str) -> _LanguageSuites:
+        """The compiled settings for a base language code such as "en"."""
+        compiled = self._languages.get(lang)
+        if compiled is None:
+            compiled = self._languages[lang] = self._compile(lang)
+        return compiled
+
+    def _compile(self, lang: str) -> _LanguageSuites:
+        settings = self.settings.for_language(lang)
+        rules = self.settings.rules(lang)
+        stop_chars = settings.fineweb.stop_chars
+        english = lang in self.english
+        bad_words, bad_words_apply = self._default_bad_words, lang in self.bad_word_languages
+        if rules is not None and rules.bad_words_file is not None:
+            entries = load_bad_words(LANGUAGES_DIR / rules.bad_words_file)
+            bad_words, bad_words_apply = BadWords.from_list(entries, rules.segmenter), True
+        return _LanguageSuites(
+            settings=settings,
+            english=english,
+            stop_words=frozenset(settings.gopher_quality.stop_words),
+            stop_words_apply=english or (rules is not None and rules.stop_words_given),
+            stop_chars=tuple(sorted(TERMINAL_PUNCTUATION) if stop_chars is None else stop_chars),
+            bad_words=bad_words,
+            bad_words_apply=bad_words_apply,
+        )
+
     def annotate_one(self, text: str, language: str | None) -> dict[str, SuiteResult]:
-        return self.annotate_split(split_text(text), language)
+        return self.annotate_split(split_text(text, self.settings.segmenter(language)), language)
 
     def annotate_split(self, split: SplitText, language: str | None) -> dict[str, SuiteResult]:
-        """Every enabled suite on a document already split (the split MinHash reuses)."""
-        lang = base_language(language)
-        return {name: self.run_suite(name, split, lang) for name in self.suites}
+        """Every enabled suite on a document already split (the split MinHash reuses) with
+        `HeuristicsSettings.segmenter(language)`."""
+        compiled = self.language(base_language(language))
+        return {name: self.run_suite(name, split, compiled) for name in self.suites}
 
-    def run_suite(self, suite: str, split: SplitText, lang: str) -> SuiteResult:
-        """One suite on a split document; `lang` is a base language code such as "en"."""
-        s = self.settings
+    @staticmethod
+    def run_suite(suite: str, split: SplitText, compiled: _LanguageSuites) -> SuiteResult:
+        """One suite on a split document under its language's settings."""
+        s, c = compiled.settings, compiled
         if suite == "gopher_repetition":
             return gopher_repetition(split, s.gopher_repetition)
         if suite == "gopher_quality":
-            return gopher_quality(split, s.gopher_quality, self.stop_words, lang in self.english)
+            return gopher_quality(split, s.gopher_quality, c.stop_words, c.stop_words_apply)
         if suite == "c4":
-            return c4(split, s.c4, lang in self.english)
+            return c4(split, s.c4, c.english)
         if suite == "fineweb":
-            return fineweb(split, s.fineweb, self.stop_chars)
+            return fineweb(split, s.fineweb, c.stop_chars)
         if suite == "code":  # prose: the code suite does not apply
             return SuiteResult(dict.fromkeys(CODE_SIGNALS))
-        return bad_words(split, s.bad_words, self.bad_words, lang in self.bad_word_languages)
+        return bad_words(split, s.bad_words, c.bad_words, c.bad_words_apply)
 
     def annotate_code(self, text: str, path: str) -> dict[str, SuiteResult]:
         """A code file: the code suite's signals and verdict; the prose suites' signals null
@@ -827,8 +1038,9 @@ def annotate(
     docs: list[tuple[str, str]], settings: HeuristicsSettings | None = None
 ) -> Annotations:
     """Signals, verdicts and C4 edits for `(text, language)` documents, in order."""
-    texts = [text for text, _ in docs]
-    return annotate_splits([split_text(text) for text in texts],
+    settings = settings or HeuristicsSettings()
+    return annotate_splits([split_text(text, settings.segmenter(language))
+                            for text, language in docs],
                            [language for _, language in docs], settings)
 
 

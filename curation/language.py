@@ -13,7 +13,7 @@ from curation.graph import LANGUAGE
 from curation.stats import StageStats
 
 ASSET = LANGUAGE
-KERNEL_VERSION = "language-1"
+KERNEL_VERSION = "language-2"  # 2: scores capped at 1
 
 LANGUAGE_SCHEMA = pa.schema([
     pa.field("doc_id", pa.string(), nullable=False),
@@ -47,8 +47,10 @@ def identify(texts: list[str]) -> tuple[list[str], list[float]]:
     if not texts:
         return [], []
     labels, scores = language_model().predict([" ".join(text.split()) for text in texts], k=1)
+    # fastText's quantized softmax returns up to about 1.00005 (Japanese text): a probability
+    # is at most 1.
     return ([label[0].removeprefix("__label__") if label else "unknown" for label in labels],
-            [float(score[0]) if len(score) else 0.0 for score in scores])
+            [min(float(score[0]), 1.0) if len(score) else 0.0 for score in scores])
 
 
 def language_mix(stats: StageStats) -> dict[str, float]:

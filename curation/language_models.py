@@ -6,9 +6,8 @@ code change. Every backend is a function ``texts -> (labels, scores)`` that
 * labels each text with lid.176's convention (`curation.language.identify`): the ISO 639-1 code
   where the language has one ("en", "zh", "ja", "he", "no"), else its ISO 639-3 code ("ceb",
   "wuu", "yue"), and "unknown" where the model has no language to offer;
-* scores it with the model's probability for that label, in [0, 1] (lid.176 is passed through
-  unchanged, so the language stage's records stay valid: fastText's quantized softmax can return
-  up to about 1.00003 there);
+* scores it with the model's probability for that label, in [0, 1] (fastText's quantized
+  softmax can return up to about 1.00005, which `curation.language.identify` caps at 1);
 * folds whitespace runs (newlines included) to single spaces first, as lid.176's wrapper does,
   so both models see the same text;
 * is deterministic: no sampling, no threads, the weights shipped inside a wheel (nothing is

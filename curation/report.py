@@ -79,6 +79,7 @@ from curation.graph import (
     ALL,
     CROSS_DEDUP,
     DOCUMENTS,
+    HEURISTICS,
     LANGUAGE,
     MIX,
     PARTITION_DEDUP,
@@ -99,7 +100,8 @@ from curation.schema import WEB_SOURCE, sample_rank
 from curation.storage import Store, iter_parquet, read_parquet
 from curation.takedowns import current_takedowns, load_tombstones, match_documents
 
-REPORT_VERSION = "report-2"  # 2: duplicate removals per cluster size, the served phase order
+# 2: duplicate removals per cluster size, the served phase order; 3: heuristics drops per language
+REPORT_VERSION = "report-3"
 REPORTS_PREFIX = "reports"
 INGEST = DOCUMENTS
 # (funnel stage, asset whose `decisions` rows with verdict `drop` flag a document)
@@ -394,8 +396,9 @@ class _Figures:
         self.tombstones = load_tombstones(store)
         self.removals: dict[tuple[str, str], dict[str, int]] = defaultdict(
             lambda: {"flagged": 0, "dropped": 0, "tokens_dropped": 0})
+        # partition -> language -> [documents, selected, selected tokens, heuristics drops]
         self.languages: dict[str, dict[str, list[int]]] = defaultdict(
-            lambda: defaultdict(lambda: [0, 0, 0]))
+            lambda: defaultdict(lambda: [0, 0, 0, 0]))
         self.histogram = {name: np.zeros(QUALITY_BINS, np.int64)
                           for name in _QUALITY_CATEGORIES}
         self.scored = 0
@@ -471,20 +474,27 @@ class _Figures:
         table = pa.table({
             "language": pc.fill_null(part.frame["language"], "(none)"),
             "selected": pc.cast(selected, pa.int64()),
-            "selected_tokens": pc.if_else(selected, part.frame["final_tokens"], 0)})
+            "selected_tokens": pc.if_else(selected, part.frame["final_tokens"], 0),
+            # the heuristics' verdict on its own, whatever stage the funnel blames first
+            "heuristics": pc.cast(pc.is_valid(part.frame[f"flag.{HEURISTICS}"]), pa.int64())})
         grouped = table.group_by("language").aggregate(
-            [("selected", "count"), ("selected", "sum"), ("selected_tokens", "sum")])
+            [("selected", "count"), ("selected", "sum"), ("selected_tokens", "sum"),
+             ("heuristics", "sum")])
         for g in grouped.to_pylist():
             row = self.languages[part.name][g["language"]]
             row[0] += g["selected_count"]
             row[1] += g["selected_sum"] or 0
             row[2] += g["selected_tokens_sum"] or 0
+            row[3] += g["heuristics_sum"] or 0
 
     def language_rows(self, partitions: Sequence[str]) -> list[dict[str, Any]]:
+        """Per partition and language: documents, those selected and their tokens, and the
+        share the heuristics drop (`curation/languages/` sets their rules per language)."""
         return [{"partition": partition, "language": language, "documents": documents,
-                 "selected": selected, "selected_tokens": tokens}
+                 "selected": selected, "selected_tokens": tokens,
+                 "heuristics_dropped": dropped, "heuristics_drop_rate": dropped / documents}
                 for partition in partitions
-                for language, (documents, selected, tokens) in sorted(
+                for language, (documents, selected, tokens, dropped) in sorted(
                     self.languages[partition].items(), key=lambda g: (-g[1][0], g[0]))]
 
     def _add_quality(self, frame: pa.Table) -> None:
@@ -1129,9 +1139,11 @@ def render_html(data: dict[str, Any], images: dict[str, bytes]) -> str:
                         [[r["stage"], r["reason"], r["dropped"], r["flagged"],
                           r["tokens_dropped"]] for r in data["removals"]], left=2)]
     out += ['<h2 id="languages">Language mix</h2>', _img(images, "languages", "languages"),
-            _html_table(["partition", "language", "documents", "selected", "selected tokens"],
+            _html_table(["partition", "language", "documents", "selected", "selected tokens",
+                         "heuristics drop rate"],
                         [[r["partition"], r["language"], r["documents"], r["selected"],
-                          r["selected_tokens"]] for r in data["languages"]], left=2)]
+                          r["selected_tokens"], f"{r['heuristics_drop_rate']:.1%}"]
+                         for r in data["languages"]], left=2)]
     quality = data["quality"]
     cutoff_rows = [[lang, f"{c:.4f}"] for lang, c in quality["cutoffs"].items()]
     out += ['<h2 id="quality">Quality scores</h2>',

@@ -10,6 +10,10 @@ distinct whitespace-separated chunk (results are cached; the common case costs o
 per chunk). One known difference: spaCy's special-case pass can match an emoticon across a space
 (": (" looks like ":(") and then, finding no rule for the spaced text, leaves the tokens as they
 were, which can block a match inside the next chunk; per-chunk work cannot see that.
+
+Languages written without spaces pass a segmenter (`curation.segmenters`): the chunks in its
+script become its words, every other chunk keeps the English split, and each segmenter keeps a
+vocabulary of its own.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from typing import Any
 
 import numpy as np
 import regex
+
+from curation.segmenters import SEGMENTERS, load_segmenter
 
 # --- constants shared with the rule suites ---------------------------------------------------
 
@@ -596,8 +602,9 @@ class _Vocabulary:
     before can tell that its token ids are stale.
     """
 
-    def __init__(self, max_size: int) -> None:
+    def __init__(self, max_size: int, tokenize: Callable[[str], tuple[str, ...]]) -> None:
         self.max_size = max_size
+        self._tokenize = tokenize
         self._start()
 
     def _start(self) -> None:
@@ -613,7 +620,7 @@ class _Vocabulary:
         self._tables: dict[Any, _Growable] = {}
 
     def _add_chunk(self, chunk: str) -> int:
-        tokens = tokenize_chunk(chunk)
+        tokens = self._tokenize(chunk)
         self.chunk_start.append(self._chunk_tokens_size)
         self.chunk_size.append(len(tokens))
         self._chunk_tokens_size += len(tokens)
@@ -654,12 +661,39 @@ class _Vocabulary:
         return table.view()
 
 
-_VOCABULARY = _Vocabulary(max_size=1_000_000)
+_VOCABULARY = _Vocabulary(1_000_000, tokenize_chunk)
+# A segmented chunk is a whole phrase or paragraph (hundreds of characters of Chinese text), so
+# a segmenter's table starts afresh sooner: 50,000 chunks of 500 characters are about 50 MB.
+_SEGMENTED_VOCABULARY_SIZE = 50_000
+_SEGMENTED_VOCABULARIES: dict[str, _Vocabulary] = {}
+
+
+def _segmenting(name: str) -> Callable[[str], tuple[str, ...]]:
+    applies, segment = SEGMENTERS[name].applies, load_segmenter(name)
+    return lambda chunk: tuple(segment(chunk)) if applies(chunk) else tokenize_chunk(chunk)
+
+
+def _vocabulary(segmenter: str | None) -> _Vocabulary:
+    """The English split's vocabulary, or the one of a segmenter (`curation.segmenters`)."""
+    if segmenter is None:
+        return _VOCABULARY
+    vocabulary = _SEGMENTED_VOCABULARIES.get(segmenter)
+    if vocabulary is None:
+        vocabulary = _SEGMENTED_VOCABULARIES[segmenter] = _Vocabulary(
+            _SEGMENTED_VOCABULARY_SIZE, _segmenting(segmenter))
+    return vocabulary
+
+
+def forget_splits() -> None:
+    """Forget every chunk split so far, in every vocabulary (benchmarks time splits cold)."""
+    for vocabulary in (_VOCABULARY, *_SEGMENTED_VOCABULARIES.values()):
+        vocabulary._start()
 
 
 def clear_per_token_values() -> None:
     """Forget every `per_token` value computed so far (benchmarks time them cold)."""
-    _VOCABULARY.clear_tables()
+    for vocabulary in (_VOCABULARY, *_SEGMENTED_VOCABULARIES.values()):
+        vocabulary.clear_tables()
 
 
 @dataclass(frozen=True, eq=False)
@@ -669,7 +703,8 @@ class SplitText:
     `word_codes` packs, per word, a stable 56-bit hash of its text (for n-gram repetition and
     MinHash shingles) above 8 bits of flags (`NON_SYMBOL`, `HAS_ALPHA`, `SENTENCE_END`,
     `IS_PUNCT`). `chunk_sizes` is the number of words of each whitespace-separated chunk of the
-    text. `token_ids` number the words in this process's vocabulary (`per_token` values).
+    text. `token_ids` number the words in this process's vocabulary of its `segmenter`
+    (`per_token` values).
     """
 
     text: str
@@ -677,12 +712,17 @@ class SplitText:
     word_codes: np.ndarray = field(repr=False)
     chunk_sizes: np.ndarray = field(repr=False)
     generation: str = field(repr=False)
+    segmenter: str | None = None
+
+    @property
+    def _stale(self) -> bool:
+        return self.generation != _vocabulary(self.segmenter).generation
 
     @cached_property
     def words(self) -> list[str]:
-        if self.generation != _VOCABULARY.generation:
-            return split_text(self.text).words
-        return list(map(_VOCABULARY.tokens.__getitem__, self.token_ids.tolist()))
+        if self._stale:
+            return split_text(self.text, self.segmenter).words
+        return list(map(_vocabulary(self.segmenter).tokens.__getitem__, self.token_ids.tolist()))
 
     @cached_property
     def lines(self) -> list[str]:
@@ -693,9 +733,9 @@ class SplitText:
     def per_token(self, key: Any, compute: Callable[[str], int]) -> np.ndarray:
         """`compute(word)` for every word (uint64), each distinct word computed once per
         process (`key` names the function)."""
-        if self.generation != _VOCABULARY.generation:
-            return split_text(self.text).per_token(key, compute)
-        return _VOCABULARY.per_token(key, compute)[self.token_ids]
+        if self._stale:
+            return split_text(self.text, self.segmenter).per_token(key, compute)
+        return _vocabulary(self.segmenter).per_token(key, compute)[self.token_ids]
 
     @cached_property
     def word_lengths(self) -> np.ndarray:
@@ -754,11 +794,13 @@ def split_words(text: str) -> list[str]:
     return split_text(text).words
 
 
-def split_text(text: str) -> SplitText:
-    """The one split of `text` every rule suite (and MinHash) shares."""
-    token_ids, sizes = _VOCABULARY.token_ids(text.split())
-    codes = _VOCABULARY.codes.view()[token_ids]
-    return SplitText(text, token_ids, codes, sizes, _VOCABULARY.generation)
+def split_text(text: str, segmenter: str | None = None) -> SplitText:
+    """The one split of `text` every rule suite (and MinHash) shares; with a `segmenter`
+    (`curation.segmenters`), the chunks in its script are its words."""
+    vocabulary = _vocabulary(segmenter)
+    token_ids, sizes = vocabulary.token_ids(text.split())
+    codes = vocabulary.codes.view()[token_ids]
+    return SplitText(text, token_ids, codes, sizes, vocabulary.generation, segmenter)
 
 
 # --- sentences of an arbitrary line ----------------------------------------------------------

@@ -57,6 +57,11 @@ def test_repository_files_are_valid(tmp_path) -> None:
         ("snapshots: {X: {warc: {path: a}}}\ndocuments: {survival: {min: 0.9, max: 0.1}}",
          "documents.survival"),
         ("version: 1", "snapshots"),
+        ("snapshots: {X: {warc: {path: a}}}\nheuristics: {languages: {ja: {segmenter: mecab}}}",
+         "heuristics.languages.ja.segmenter"),
+        ("snapshots: {X: {warc: {path: a}}}\n"
+         "heuristics: {languages: {th: {gopher_quality: {min_avg_word_len: 1}}}}",
+         "heuristics.languages.th"),
     ],
 )
 def test_invalid_pipeline_names_the_field(tmp_path, text, field) -> None:

@@ -151,9 +151,9 @@ def test_only_symbols() -> None:
     assert ann.suite_reason["fineweb"] == ["fineweb.line_punct_ratio"]
 
 
-def test_cjk_without_spaces_is_one_long_word_per_chunk() -> None:
+def test_cjk_without_its_language_rules_is_one_long_word_per_chunk() -> None:
     text = "这是一个没有空格的中文句子，用来测试分词。" * 10
-    ann = one(text, language="zh")
+    ann = one(text, language="zh", settings=HeuristicsSettings(languages={"zh": None}))
     assert ann.signals["gopher_words"] == [1]
     assert ann.suite_reason["gopher_quality"] == ["gopher_quality.short_doc"]
     # English-only rules are skipped, and counted, for Chinese.

@@ -15,7 +15,7 @@ import pytest
 from dagster import AssetKey
 from typer.testing import CliRunner
 
-from corpus_cli.main import app
+from corpus_cli.main import _print_languages, app
 from curation.config import SOURCE_PREFIX, load_pipeline, load_recipe
 from curation.graph import ALL, CROSS_DEDUP, CURATED_DEDUP, PARTITION_DEDUP
 from curation.loader import served_phases
@@ -64,9 +64,16 @@ def test_the_report_has_every_section(built) -> None:
     assert list(data["funnel"]["partitions"]) == RECIPE_PARTITIONS
     for rows in (data["funnel"]["total"], *data["funnel"]["partitions"].values()):
         assert [row["stage"] for row in rows] == list(STAGES)
-    assert {row["language"] for row in data["languages"]} >= {"en", "de", "fr", "es"}
+    assert {row["language"] for row in data["languages"]} >= {"en", "de", "fr", "es", "ja"}
+    # Japanese pages are judged by their own rules (curation/languages/ja.yaml): kept about as
+    # often as English ones, and the recipe selects both.
+    for row in data["languages"]:
+        assert row["heuristics_drop_rate"] == row["heuristics_dropped"] / row["documents"]
+    japanese = [r for r in data["languages"] if r["language"] == "ja"]
+    assert japanese and all(r["heuristics_drop_rate"] < 0.3 and r["selected"] for r in japanese)
     quality = data["quality"]
-    assert quality["top_fraction"] == 0.5 and set(quality["cutoffs"]) == {"en"}
+    assert quality["top_fraction"] == 0.5 and set(quality["cutoffs"]) == {"en", "ja"}
+
     assert sum(map(sum, quality["histogram"].values())) == quality["documents"] > 0
     assert set(data["clusters"]) == {"url_dedup", "exact_dedup", "dedup_clusters",
                                      "cross_dedup"}
@@ -368,3 +375,15 @@ def test_progress_counts_the_runs(sample_run, monkeypatch, capsys, tmp_path: Pat
     err = capsys.readouterr().err
     assert "dataset[sample]: run 01234567 ok" in err
     assert re.search(r"(\d+)/\1 runs \d+:\d\d:\d\d left \d+:\d\d:\d\d", err), err
+
+
+def test_sample_run_prints_the_language_rows(built, tmp_path, capsys) -> None:
+    report_json = tmp_path / "report.json"
+    report_json.write_text(json.dumps(built.report.data, default=str))
+    _print_languages(report_json)
+    lines = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()
+             if line.strip()}
+    rows = [r for r in built.report.data["languages"] if r["language"] == "ja"]
+    documents, selected = (sum(r[key] for r in rows) for key in ("documents", "selected"))
+    assert lines["ja"][1] == str(documents) and lines["ja"][3] == str(selected)
+    assert {"en", "python"} <= set(lines)

@@ -56,7 +56,7 @@ def test_word_and_mark_short_cut(chunk: str, tokens: tuple[str, ...]) -> None:
 
 
 def test_a_split_outlives_a_vocabulary_restart(monkeypatch: pytest.MonkeyPatch) -> None:
-    vocabulary = text._Vocabulary(max_size=5)
+    vocabulary = text._Vocabulary(5, text.tokenize_chunk)
     monkeypatch.setattr(text, "_VOCABULARY", vocabulary)
     early = split_text("Don't stop me now, said the cat.")
     generation = vocabulary.generation

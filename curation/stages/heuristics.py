@@ -26,8 +26,8 @@ from curation.tasks import PartitionResult
 from curation.text import split_text
 
 # 3: the whitespace alpha-word signal, and the compact MinHash signature that near-duplicate
-# verification reads; 4: the code suite's columns
-KERNEL_VERSION = "heuristics-4"
+# verification reads; 4: the code suite's columns; 5: segmented words and per-language rules
+KERNEL_VERSION = "heuristics-5"
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,8 @@ class HeuristicsWork(AnnotateStage):
         else:
             languages = self.documents.upstream(LANGUAGE).read_part(
                 index, columns=["language"])["language"].to_pylist()
-            splits = [split_text(text) for text in texts]
+            splits = [split_text(text, self.settings.segmenter(language))
+                      for text, language in zip(texts, languages, strict=True)]
             annotations = annotate_splits(splits, languages, self.settings)
             sigs = signatures(splits, self.minhash)
         bands = band_hashes(sigs, self.minhash)
@@ -82,6 +83,7 @@ def run_heuristics(documents: DocumentsInput, settings: HeuristicsSettings,
                    on_task_done: Any = None, code: bool = False) -> PartitionResult:
     """The stage over one partition; `code`: a code source's (see `HeuristicsWork`)."""
     inputs = {"kernel": KERNEL_VERSION, "settings": settings.model_dump(mode="json"),
+              "word_lists": settings.word_list_digests(),
               "minhash": minhash.model_dump(mode="json"), DOCUMENTS: documents.data_version(),
               LANGUAGE: documents.upstream(LANGUAGE).complete_manifest().data_version}
     if code:
