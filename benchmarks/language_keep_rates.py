@@ -89,8 +89,8 @@ HEADING = re.compile(r"(Preamble|Präambel|序言|〈前文〉|คำปรา�
 PAGES_PER_LANGUAGE = 10
 RULED = ("zh", "ja", "th")
 NEW = HeuristicsSettings()
-# The old behaviour: null for a language switches its rules off (English split and defaults).
-# An empty mapping ({}) no longer does: it is merged over the built-in rules and changes nothing.
+# The old behaviour: null for a language switches its rules off (English split and defaults);
+# an empty mapping would change nothing, being merged over the files.
 OLD = HeuristicsSettings(languages=dict.fromkeys(RULED))
 TARGETS = LanguageSettings(languages=list(LANGUAGES))
 
