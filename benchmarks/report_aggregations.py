@@ -2,7 +2,7 @@
 sample store replicated `copies` times, each in a fresh process under a memory budget.
 
     .venv/bin/python benchmarks/report_aggregations.py [--root data] [--copies 50 200]
-                                                       [--memory-gb 0.1]
+                                                       [--memory-gb 0.1] [--duckdb-floor]
 
 `replicate_store` copies a store and repeats every row of every per-document table (each
 complete partition's part and side tables with a `doc_id` column, shards excepted) `copies`
@@ -11,6 +11,8 @@ most `part_rows` rows: the recipe's partitions then hold `copies` times the docu
 consistent inputs (the mix's decisions, clusters, flags), and the report's numbers scale with
 them. Each measurement runs in a fresh process under `use_budget(--memory-gb)`: wall time and
 peak RSS (`VmHWM` of /proc/self/status), which must not grow with the copies.
+`--duckdb-floor` instead finds, per store, the smallest DuckDB memory limit the report
+completes under.
 """
 
 from __future__ import annotations
@@ -116,6 +118,31 @@ def _step(args: argparse.Namespace) -> None:
     print(json.dumps(result, sort_keys=True))
 
 
+def duckdb_floor(root: Path, pipeline: Path, recipe: Path) -> int:
+    """The smallest DuckDB memory limit (MB, one thread, to 4 MB) under which `compute_report`
+    completes on the store at `root`: below the budget's 64 MB floor, so the DuckDB settings
+    are swapped in directly rather than through `use_budget`."""
+    from curation import duck
+    from curation.config import load_pipeline, load_recipe
+    from curation.report import compute_report
+
+    loaded = load_recipe(recipe, load_pipeline(pipeline))
+
+    def completes(megabytes: int) -> bool:
+        duck.default_settings = lambda: duck.DuckDBSettings(f"{megabytes}MB", 1, None)
+        try:
+            compute_report(LocalStore(str(root)), loaded)
+        except duck.BudgetTooSmallError:
+            return False
+        return True
+
+    low, high = 8, 1024
+    while high - low > 4:
+        middle = (low + high) // 2
+        low, high = (low, middle) if completes(middle) else (middle, high)
+    return high
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=Path("data"))
@@ -125,9 +152,20 @@ def main() -> None:
     parser.add_argument("--memory-gb", type=float, default=0.1)
     parser.add_argument("--work", type=Path, default=Path("benchmarks/.work/report"))
     parser.add_argument("--step", choices=("report", "catalog"), help=argparse.SUPPRESS)
+    parser.add_argument("--duckdb-floor", action="store_true",
+                        help="find the report's smallest DuckDB memory limit per store instead")
     args = parser.parse_args()
     if args.step:
         _step(args)
+        return
+    if args.duckdb_floor:
+        print("| copies | report's DuckDB floor (MB) |\n|---:|---:|")
+        for copies in args.copies:
+            root = args.work / f"x{copies}"
+            shutil.rmtree(root, ignore_errors=True)
+            replicate_store(args.root, root, copies, part_rows=1_000)
+            print(f"| {copies} | {duckdb_floor(root, args.pipeline, args.recipe)} |", flush=True)
+            shutil.rmtree(root, ignore_errors=True)
         return
     print(f"budget {args.memory_gb} GB; fresh process per run\n")
     print("| step | copies | documents | seconds | peak RSS (MiB) |")
