@@ -52,6 +52,7 @@ import numpy as np
 if __package__ in (None, ""):  # run as a script: make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.language_id_models import tatoeba_items  # noqa: E402
 from curation.config import DocumentsSettings, LanguagePrecheck, LanguageSettings  # noqa: E402
 from curation.heuristics import Annotator, HeuristicsSettings, annotate  # noqa: E402
 from curation.minhash import MinHashSettings  # noqa: E402
@@ -68,7 +69,6 @@ from curation.text import HAS_ALPHA, forget_splits, split_text  # noqa: E402
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA = REPO_ROOT.parent / "shared" / "data"
 UDHR_ZIP = DATA / "evals" / "langid" / "nltk_udhr2.zip"
-TATOEBA = DATA / "evals" / "langid" / "tatoeba_long.txt"
 CLUEWEB = DATA / "warc" / "non_cc" / "clueweb09-ja_resiliparse-quirk_29responses.warc.gz"
 ENGLISH_WEB = [DATA / "warc" / "non_cc" / name for name in (
     "ia-heritrix-2008_archive-org-shallow_299responses.warc.gz",
@@ -114,11 +114,6 @@ def udhr_sections(name: str) -> tuple[str, list[tuple[str, list[str]]]]:
     return title, sections
 
 
-def tatoeba_sentences(code: str) -> list[str]:
-    rows = [row.split("\t") for row in TATOEBA.read_text(encoding="utf-8").splitlines()[1:]]
-    return [row[3].strip() for row in rows if len(row) == 4 and row[2] == code]
-
-
 def page_html(title: str, sections: list[tuple[str, list[str]]]) -> str:
     """One template for every language: title, h1, then an h2 and paragraphs per section."""
     body = "".join((f"<h2>{html.escape(heading)}</h2>" if heading else "")
@@ -143,13 +138,14 @@ def groups(items: list, count: int) -> list[list]:
 def make_pages() -> list[tuple[str, str, str, str]]:
     """(language, kind, url, html) for every page."""
     pages = []
+    tatoeba = tatoeba_items()
     for lang, (name, code) in LANGUAGES.items():
         title, sections = udhr_sections(name)
         for index, group in enumerate(groups(sections, PAGES_PER_LANGUAGE)):
             url = f"https://udhr.example.org/{lang}/page-{index + 1}.html"
             pages.append((lang, "udhr", url,
                           page_html(f"{title} ({index + 1}/{PAGES_PER_LANGUAGE})", group)))
-        sentences = tatoeba_sentences(code)
+        sentences = [item.text.strip() for item in tatoeba if item.source == code]
         pages.append((lang, "tatoeba", f"https://tatoeba.example.org/{lang}/long.html",
                       page_html(f"Tatoeba {code}", [("", sentences)])))
     return pages

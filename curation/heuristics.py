@@ -1039,9 +1039,16 @@ def annotate(
 ) -> Annotations:
     """Signals, verdicts and C4 edits for `(text, language)` documents, in order."""
     settings = settings or HeuristicsSettings()
-    return annotate_splits([split_text(text, settings.segmenter(language))
-                            for text, language in docs],
-                           [language for _, language in docs], settings)
+    texts, languages = [text for text, _ in docs], [language for _, language in docs]
+    return annotate_splits(split_documents(texts, languages, settings), languages, settings)
+
+
+def split_documents(texts: list[str], languages: list[str | None],
+                    settings: HeuristicsSettings) -> list[SplitText]:
+    """Each text split with its language's segmenter (`HeuristicsSettings.segmenter`): the
+    splits the suites and MinHash share."""
+    return [split_text(text, settings.segmenter(language))
+            for text, language in zip(texts, languages, strict=True)]
 
 
 def annotate_splits(

@@ -5,8 +5,8 @@ a whole paragraph is one "word" of 200 characters, so every page fails Gopher's 
 FineWeb-2 (datatrove's `word_tokenizers.py`) segments those languages with a real tokenizer, and
 its per-language thresholds (`curation/languages/`) were tuned on exactly these tokenizers:
 
-- `jieba` (zh): jieba's dictionary and algorithm, HMM on, through rjieba (jieba-rs; measured
-  19x faster than jieba 0.42 on the same text, same tokens but for rare number formats).
+- `jieba` (zh): jieba's dictionary and algorithm, HMM on, through rjieba (jieba-rs, the Rust
+  port, rather than jieba itself: a wheel with its dictionary compiled in, kept up).
 - `sudachi_a` (ja): Sudachi, split mode A, with SudachiDict-core (spaCy's `ja`, FineWeb-2's).
 - `thai_newmm` (th): PyThaiNLP's `newmm-safe` with its bundled word list.
 
@@ -90,29 +90,21 @@ def _thai_newmm() -> Segment:
 
 @dataclass(frozen=True)
 class Segmenter:
-    """A registered segmenter: the script it handles and how to load it."""
+    """A registered segmenter: whether a chunk holds a character of its script, and how to
+    load it."""
 
     name: str
-    script: str  # a `regex` character class
+    applies: Callable[[str], object]
     load: Callable[[], Segment]
-
-    @property
-    def applies(self) -> Callable[[str], object]:
-        """Whether a chunk holds a character of this segmenter's script."""
-        return _script_search(self.script)
-
-
-@cache
-def _script_search(script: str) -> Callable[[str], object]:
-    return regex.compile(script).search
 
 
 SEGMENTERS: dict[str, Segmenter] = {
     s.name: s
     for s in (
-        Segmenter("jieba", r"\p{Han}", _jieba),
-        Segmenter("sudachi_a", r"[\p{Han}\p{Hiragana}\p{Katakana}]", _sudachi_a),
-        Segmenter("thai_newmm", r"\p{Thai}", _thai_newmm),
+        Segmenter("jieba", regex.compile(r"\p{Han}").search, _jieba),
+        Segmenter("sudachi_a", regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]").search,
+                  _sudachi_a),
+        Segmenter("thai_newmm", regex.compile(r"\p{Thai}").search, _thai_newmm),
     )
 }
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from benchmarks.language_id_models import label_of
+from benchmarks.language_id_models import tatoeba_items
 from curation.config import DocumentsSettings, LanguageSettings
 from curation.language_models import identify, model_sha256
 from curation.partition import PartitionLayout
@@ -25,9 +25,8 @@ LANGUAGES = {"en", "de", "fr", "es", "ja", "zh", "th", "ru"}
 
 @pytest.fixture(scope="module")
 def tatoeba() -> list[tuple[str, str]]:
-    lines = (require_shared_data() / "evals/langid/tatoeba_long.txt").read_text().splitlines()
-    rows = [line.split("\t", 3) for line in lines[1:]]
-    return [(text, label_of(code)) for _, _, code, text in rows if label_of(code) in LANGUAGES]
+    require_shared_data()
+    return [(item.text, item.gold) for item in tatoeba_items() if item.gold in LANGUAGES]
 
 
 @pytest.mark.parametrize("model", ["lid176", "py3langid"])

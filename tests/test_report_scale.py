@@ -36,7 +36,7 @@ def stores(sample_run, tmp_path_factory: pytest.TempPathFactory) -> dict[int, Pa
 
 
 def test_a_tiny_budget_gives_the_same_report(sample_run, stores) -> None:
-    root = stores[COPIES]  # 20,000 documents: DuckDB's 64 MB floor spills without aborting
+    root = stores[COPIES]  # 22,000 documents: DuckDB's 64 MB floor spills without aborting
     recipe = sample_run.base / "recipes" / "sample.yaml"
     tiny = measure("report", root, sample_run.pipeline_path, recipe, TINY_GB)
     large = measure("report", root, sample_run.pipeline_path, recipe, 4.0)

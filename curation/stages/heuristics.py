@@ -11,7 +11,12 @@ import pyarrow as pa
 
 from curation.code import CODE_VERSION
 from curation.graph import DOCUMENTS, HEURISTICS, LANGUAGE, MINHASH_SIGNATURES
-from curation.heuristics import HeuristicsSettings, annotate_code, annotate_splits
+from curation.heuristics import (
+    HeuristicsSettings,
+    annotate_code,
+    annotate_splits,
+    split_documents,
+)
 from curation.minhash import (
     MinHashSettings,
     band_hashes,
@@ -23,7 +28,6 @@ from curation.minhash import (
 from curation.schema import EDIT_SCHEMA
 from curation.stages.base import AnnotateStage, Annotation, DocumentsInput, Drop
 from curation.tasks import PartitionResult
-from curation.text import split_text
 
 # 3: the whitespace alpha-word signal, and the compact MinHash signature that near-duplicate
 # verification reads; 4: the code suite's columns; 5: segmented words and per-language rules
@@ -52,8 +56,7 @@ class HeuristicsWork(AnnotateStage):
         else:
             languages = self.documents.upstream(LANGUAGE).read_part(
                 index, columns=["language"])["language"].to_pylist()
-            splits = [split_text(text, self.settings.segmenter(language))
-                      for text, language in zip(texts, languages, strict=True)]
+            splits = split_documents(texts, languages, self.settings)
             annotations = annotate_splits(splits, languages, self.settings)
             sigs = signatures(splits, self.minhash)
         bands = band_hashes(sigs, self.minhash)
