@@ -6,6 +6,7 @@ shards all in the store, the work prefix gone after); and the plan's refusals.""
 from __future__ import annotations
 
 import hashlib
+import math
 from functools import partial
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from curation.shards import (
     occurrence_lengths,
     order_occurrences,
     plan_shards,
+    range_size,
     store_planned_shards,
 )
 from curation.stages.dataset import shard_plan, shards_work_prefix
@@ -91,6 +93,23 @@ def planned(items: list[Occurrence], tokenizer: PinnedTokenizer, directory: Path
         plan = plan_shards(con, "occurrences", "texts", ("doc_id",), settings, work / "plan",
                            BUCKET_BYTES)
     return build_planned_shards(plan, tokenizer, directory, settings, INFO, workers).manifest
+
+
+def waves_of_shards(shards: int, size: int, workers: int) -> int:
+    """Shard-times until ranges of `size` shards are built by `workers` (waves of tasks)."""
+    tasks = math.ceil(shards / size)
+    return math.ceil(tasks / workers) * size
+
+
+@pytest.mark.parametrize("workers", [1, 2, 8, 14, 16])
+def test_range_size_finishes_soonest(workers) -> None:
+    for shards in (1, 7, 12, 60, 61, 200, 1_000):
+        size = range_size(shards, workers)
+        best = min(waves_of_shards(shards, other, workers) for other in range(1, shards + 1))
+        assert waves_of_shards(shards, size, workers) == best, (shards, workers, size)
+    # Not one task per shard where fewer finish as soon: tasks near 4 per worker.
+    assert range_size(1_000, workers) > 1
+    assert range_size(60, 14) == 1  # 2 a range ran 3 waves of 14, the last with 2 tasks
 
 
 @pytest.mark.parametrize("shape", [{}, SMALL], ids=["default", "small"])
