@@ -276,6 +276,11 @@ class Extractor:
                 text = self._extract(html if parsed is None else parsed, url)
         except Rejected:
             raise
+        except _Expired:
+            # The timer fired as the body returned, before `time_limit` could disarm it (in
+            # contextlib's exit): outside its `try`, so it is turned into the reject here.
+            raise Rejected("extract_timeout", "extraction reached the CPU limit as it "
+                           f"ended ({self.settings.timeout_seconds:g} s)") from None
         except Exception as error:  # noqa: BLE001 - any extractor failure is a counted reject
             raise Rejected("extract_error", f"{type(error).__name__}: {error}") from error
         text = (text or "").strip()
