@@ -109,7 +109,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     cpu_texts = cycled(texts, args.documents)
     rows = []
     for backend in ("numpy", "torch"):
-        settings = EmbeddingSettings(args.max_tokens, args.batch_size, backend, "cpu")
+        settings = EmbeddingSettings(max_tokens=args.max_tokens, batch_size=args.batch_size,
+                                     backend=backend, device="cpu")
         try:
             encoder = SentenceEncoder(settings, files)
         except ImportError:
@@ -127,7 +128,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     except ImportError:
         return rows
     if torch.cuda.is_available():
-        settings = EmbeddingSettings(args.max_tokens, args.gpu_batch_size, "torch", "cuda")
+        settings = EmbeddingSettings(max_tokens=args.max_tokens, batch_size=args.gpu_batch_size,
+                                     backend="torch", device="cuda")
         encoder = SentenceEncoder(settings, files)
         measure(encoder, cycled(texts, settings.batch_size * 2))  # warm-up
         torch.cuda.synchronize()

@@ -1,8 +1,9 @@
 """How a deployment's settings bend a check's verdict: the severity a tunable check reports a
-failure with, and the curated sources the web bounds do not judge. Shared by the checks and
+failure with, the curated sources the web bounds do not judge, and the stages a setting turns
+off. Shared by the checks and
 nothing else, so they live beside them."""
 
-from dagster import AssetCheckSeverity
+from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 
 from curation.config import SOURCE_PREFIX, Gates, PipelineConfig
 
@@ -19,3 +20,10 @@ def curated_source(pipeline: PipelineConfig, partition: str) -> str | None:
     name = partition.removeprefix(SOURCE_PREFIX)
     return name if partition.startswith(SOURCE_PREFIX) and name in pipeline.curated_sources() \
         else None
+
+
+def nothing_to_check(reason: str) -> AssetCheckResult:
+    """A passing result for a partition the settings left empty (no classifier configured,
+    embeddings off): nothing to gate, and the reason says why."""
+    return AssetCheckResult(passed=True, description=f"skipped: {reason}",
+                            metadata={"skipped": MetadataValue.text(reason)})

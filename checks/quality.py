@@ -11,11 +11,11 @@ from dagster import (
 )
 
 from checks.expectations import TableSuite, between, contract_check, not_null, of_type, unique
-from checks.policy import gate_severity
+from checks.policy import gate_severity, nothing_to_check
 from checks.streams import SequenceComparison, Tally, iter_column, iter_parts
 from curation.graph import ALL, DOCUMENTS, QUALITY_CLASSIFIER, QUALITY_SCORES
 from curation.partition import PartitionLayout
-from curation.stages.quality import skipped_reason
+from curation.stages.base import skipped_reason
 from partitions import snapshot_partitions
 from resources import PipelineResource, StorageResource
 
@@ -34,7 +34,7 @@ def quality_classifier_separates(
 ) -> AssetCheckResult:
     skipped = skipped_reason(storage.store, QUALITY_CLASSIFIER, ALL)
     if skipped:
-        return _nothing_to_check(skipped)
+        return nothing_to_check(skipped)
     manifest = PartitionLayout(storage.store, QUALITY_CLASSIFIER, ALL).complete_manifest()
     auc = manifest.extra["classifier"]["roc_auc"]
     gates = pipeline.load().gates
@@ -56,7 +56,7 @@ def quality_scores_cover_documents(
     partition = context.op_execution_context.partition_key
     skipped = skipped_reason(storage.store, QUALITY_SCORES, partition)
     if skipped:
-        return _nothing_to_check(skipped)
+        return nothing_to_check(skipped)
     documents = iter_column(PartitionLayout(storage.store, DOCUMENTS, partition), "doc_id")
     scores = Scores()
     tally = Tally(iter_parts(PartitionLayout(storage.store, QUALITY_SCORES, partition),
@@ -86,12 +86,6 @@ class Scores:
 
     def mean(self) -> float:
         return round(self.sum / self.count, 4) if self.count else 0
-
-
-def _nothing_to_check(reason: str) -> AssetCheckResult:
-    """No classifier is configured (issue 18): nothing to gate, and the reason says why."""
-    return AssetCheckResult(passed=True, description=f"skipped: {reason}",
-                            metadata={"skipped": MetadataValue.text(reason)})
 
 
 quality_scores_contract = contract_check(QUALITY_SCORES, QUALITY_SCORES_SUITES,

@@ -341,8 +341,9 @@ def sample_run(
 PIPELINE_TEMPLATE = """\
 # How every snapshot is processed (written by `corpus init`; README, "Configuration").
 # Paths are relative to this file. Check: corpus config validate. Run: corpus backfill.
-# Browse: corpus ui. Add curated sources (sources:), a quality classifier (quality:) and eval
-# suites to decontaminate against (decontamination:) as the README shows.
+# Browse: corpus ui. Add curated sources (sources:), a quality classifier (quality:), eval
+# suites to decontaminate against (decontamination:) and sentence embeddings
+# (embeddings: {{enabled: true}}) as the README shows.
 version: 1
 
 snapshots:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from curation.decontamination import DecontaminationSettings
 from curation.dedup import Verification
+from curation.embeddings import EmbeddingSettings
 from curation.graph import CORRECTNESS_CHECKS, TUNABLE_CHECKS
 from curation.heuristics import SUITES, Annotator, HeuristicsSettings
 from curation.minhash import MinHashSettings
@@ -381,6 +382,7 @@ class PipelineConfig(_Strict):
     quality: QualityClassifierSettings | None = None
     decontamination: DecontaminationSettings = DecontaminationSettings()
     pii: PiiSettings = PiiSettings()
+    embeddings: EmbeddingSettings = EmbeddingSettings()
     gates: Gates = Gates()
     base_dir: Path = Field(default=Path("."), exclude=True)
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from curation.storage import file_sha256
 
@@ -42,27 +43,19 @@ Backend = Literal["auto", "numpy", "torch"]
 Device = Literal["auto", "cpu", "cuda"]
 
 
-@dataclass(frozen=True)
-class EmbeddingSettings:
-    """How documents are embedded. `max_tokens` counts [CLS] and [SEP] (the model was
-    trained on 256; its positions end at 512); `batch_size` moves a vector by float16
-    rounding at most (module docstring)."""
+class EmbeddingSettings(BaseModel):
+    """The `embeddings` section of pipeline.yaml: whether the `embeddings` asset runs, and how
+    documents are embedded. `max_tokens` counts [CLS] and [SEP] (the model was trained on 256;
+    its positions end at 512); `batch_size` moves a vector by float16 rounding at most (module
+    docstring). The encoder reads every field but `enabled`."""
 
-    max_tokens: int = 256
-    batch_size: int = 32
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = False  # off by default: about 6 documents/s per CPU core at 256 tokens
+    max_tokens: int = Field(256, ge=8, le=512)
+    batch_size: int = Field(32, ge=1)
     backend: Backend = "auto"
     device: Device = "auto"  # torch's: CUDA when a GPU is visible, unless "cpu"
-
-    def __post_init__(self) -> None:
-        if not 8 <= self.max_tokens <= 512:
-            raise ValueError(f"embeddings.max_tokens must be 8 to 512, not {self.max_tokens}")
-        if self.batch_size < 1:
-            raise ValueError(f"embeddings.batch_size must be at least 1, not {self.batch_size}")
-        if self.backend not in ("auto", "numpy", "torch"):
-            raise ValueError(f"embeddings.backend must be auto, numpy or torch, not "
-                             f"{self.backend!r}")
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise ValueError(f"embeddings.device must be auto, cpu or cuda, not {self.device!r}")
 
 
 def model_folder() -> Path:
@@ -289,11 +282,22 @@ class SentenceEncoder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """One float32 row of `DIMENSIONS` per text, unit length."""
-        vectors = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        for rows, (ids, mask) in self.batches(texts):
-            vectors[rows] = self.model(ids, mask)
-        return vectors
+        return self._forward(texts)[0]
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """`embed` rounded to float16, as stored."""
         return self.embed(texts).astype(np.float16)
+
+    def encode_with_lengths(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """`encode`, and the number of tokens each vector read ([CLS] and [SEP] included;
+        `max_tokens` where the text was cut)."""
+        vectors, lengths = self._forward(texts)
+        return vectors.astype(np.float16), lengths
+
+    def _forward(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        vectors = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        lengths = np.zeros(len(texts), dtype=np.int32)
+        for rows, (ids, mask) in self.batches(texts):
+            vectors[rows] = self.model(ids, mask)
+            lengths[rows] = mask.sum(1)
+        return vectors, lengths

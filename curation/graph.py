@@ -19,6 +19,7 @@ EXACT_DEDUP = "exact_dedup"
 DEDUP_CLUSTERS = "dedup_clusters"
 LINE_DEDUP = "line_dedup"
 SCRUBBED = "scrubbed"
+EMBEDDINGS = "embeddings"
 QUALITY_SCORES = "quality_scores"
 DECONTAMINATED = "decontaminated"
 
@@ -66,14 +67,16 @@ CORRECTNESS_CHECKS = (
     "exact_dedup_contract", "dedup_clusters_contract", "line_dedup_contract",
     "cross_dedup_contract", "scrubbed_contract", "quality_scores_contract",
     "decontaminated_contract", "mix_contract", "shards_contract",
+    "embeddings_cover_documents", "embeddings_norms", "embeddings_contract",
 )
 
 
 # --- lists -----------------------------------------------------------------------------------
 PIPELINE_ORDER = (
     WARC_FILES, DOCUMENTS, LANGUAGE, HEURISTICS, MINHASH_SIGNATURES, URL_DEDUP, EXACT_DEDUP,
-    DEDUP_CLUSTERS, LINE_DEDUP, SCRUBBED, CROSS_DEDUP, QUALITY_CLASSIFIER, QUALITY_SCORES,
-    EVAL_SUITE, DECONTAMINATED, TAKEDOWNS, TOKENIZER, MIX, SHARDS, REPORT, CATALOG, PROXY_EVAL,
+    DEDUP_CLUSTERS, LINE_DEDUP, SCRUBBED, EMBEDDINGS, CROSS_DEDUP, QUALITY_CLASSIFIER,
+    QUALITY_SCORES, EVAL_SUITE, DECONTAMINATED, TAKEDOWNS, TOKENIZER, MIX, SHARDS, REPORT, CATALOG,
+    PROXY_EVAL,
 )
 """Every asset, in the order the pipeline runs them (ties in the graph broken by this order)."""
 
@@ -96,9 +99,9 @@ MIX_INPUTS = (DOCUMENTS, LANGUAGE, HEURISTICS, QUALITY_SCORES, DECONTAMINATED, S
 CURATED_DEDUP = EXACT_DEDUP
 """The one dedup a curated source's own duplicates go through (its filter policy)."""
 
-PURGE_TARGETS = (DOCUMENTS, SCRUBBED, f"{DECONTAMINATED}:hits")
-"""Tables holding document text, which a purge rewrites: `asset` (its main part) or
-`asset:table`."""
+PURGE_TARGETS = (DOCUMENTS, SCRUBBED, EMBEDDINGS, f"{DECONTAMINATED}:hits")
+"""Tables holding document text, or vectors that can be read back towards it, which a purge
+rewrites: `asset` (its main part) or `asset:table`."""
 
 CATALOG_SOURCES = (
     WARC_FILES, DOCUMENTS, LANGUAGE, HEURISTICS, MINHASH_SIGNATURES, URL_DEDUP, EXACT_DEDUP,
@@ -117,13 +120,14 @@ WITHOUT_MANIFEST = frozenset({TAKEDOWNS, CATALOG, REPORT})
 catalog file, the report page)."""
 
 ASSET_MODULES = ("warc_files", "documents", "language", "heuristics", "dedup", "scrubbed",
-                 "quality", "decontamination", "lineage", "dataset", "report", "proxy")
+                 "embeddings", "quality", "decontamination", "lineage", "dataset", "report",
+                 "proxy")
 """The asset families: each a module of `corpus_assets/` (the definitions load their assets)
 with its checks in the `checks/` module and its runner in the `curation/stages/` module of the
 same name, where it has one."""
 
-POOLED_STAGES = ("documents", "language", "heuristics", "scrubbed", "decontamination",
-                 "quality", "dedup")
+POOLED_STAGES = ("documents", "language", "heuristics", "scrubbed", "embeddings",
+                 "decontamination", "quality", "dedup")
 """The `curation.stages` modules whose tasks run in the worker pool."""
 
 WORKER_PRELOAD = tuple(f"curation.stages.{module}" for module in POOLED_STAGES)

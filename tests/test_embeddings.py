@@ -11,8 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from benchmarks.embeddings import articles as wiki_articles
+from curation.config import ConfigError, load_pipeline
 from curation.embeddings import (
     DIMENSIONS,
     WEIGHTS_SHA256,
@@ -124,11 +126,16 @@ def test_the_text_head_holds_the_first_tokens(articles, max_tokens) -> None:
     assert cut >= 20
 
 
-def test_settings_refuse_bad_values_by_name() -> None:
+def test_a_bad_embeddings_section_fails_at_load_naming_the_field(tmp_path) -> None:
     for bad, field in [({"max_tokens": 4}, "max_tokens"), ({"batch_size": 0}, "batch_size"),
-                       ({"backend": "onnx"}, "backend"), ({"device": "tpu"}, "device")]:
-        with pytest.raises(ValueError, match=f"embeddings.{field}"):
-            EmbeddingSettings(**bad)  # type: ignore[arg-type]
+                       ({"backend": "onnx"}, "backend"), ({"device": "tpu"}, "device"),
+                       ({"max_token": 64}, "max_token")]:
+        path = tmp_path / "pipeline.yaml"
+        path.write_text(yaml.safe_dump({"version": 1, "snapshots": {}, "embeddings": bad}))
+        with pytest.raises(ConfigError, match=f"embeddings.{field}"):
+            load_pipeline(path)
+    assert EmbeddingSettings(max_tokens=64).max_tokens == 64
+    assert not EmbeddingSettings().enabled
 
 
 def test_the_backend_follows_the_device() -> None:

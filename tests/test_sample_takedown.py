@@ -22,8 +22,8 @@ from curation.storage import LocalStore
 from curation.takedowns import TakedownRequest, add_takedowns, audit_log, load_tombstones, purge
 
 UPSTREAM = ["documents", "language", "heuristics", "url_dedup", "exact_dedup",
-            "dedup_clusters", "line_dedup", "scrubbed", "quality_scores", "decontaminated",
-            "cross_dedup", "quality_classifier", "eval_suite"]
+            "dedup_clusters", "line_dedup", "scrubbed", "embeddings", "quality_scores",
+            "decontaminated", "cross_dedup", "quality_classifier", "eval_suite"]
 
 
 def _stream(folder: Path, drop: set[str] = frozenset()) -> np.ndarray:
@@ -97,6 +97,7 @@ def test_take_a_page_down_and_rebuild(sample_run, tmp_path: Path) -> None:
     report = purge(store, gone.doc_ids, who="tester", when="2026-11-22T00:00:01Z")
     assert sum(report.rows_removed.values()) >= len(copies)
     for partition in ("SAMPLE-01", "SAMPLE-02", "source:code", "source:reference"):
-        ids = PartitionLayout(store, "documents", partition).read_table(["doc_id"])["doc_id"]
-        assert not set(ids.to_pylist()) & gone.doc_ids
+        for asset in ("documents", "embeddings"):  # the text, and the vectors made from it
+            ids = PartitionLayout(store, asset, partition).read_table(["doc_id"])["doc_id"]
+            assert not set(ids.to_pylist()) & gone.doc_ids
     assert [r["action"] for r in audit_log(store)][:1] == ["add"]

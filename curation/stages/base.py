@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from curation.config import stable_hash
 from curation.graph import DOCUMENTS
-from curation.partition import PartitionLayout
+from curation.partition import Manifest, PartitionLayout
 from curation.schema import decisions_table
 from curation.stats import StageStats
 from curation.storage import Store
@@ -144,3 +144,25 @@ class AnnotateStage(ABC):
                            stable_hash(inputs), also=self.also)
         return run_partition(run, self.documents.task_count(), self, workers, on_task_done,
                              samples=samples)
+
+
+SKIPPED = "skipped"
+
+
+def write_skipped(layout: PartitionLayout, kernel_version: str, reason: str,
+                  empty: pa.Table | None = None) -> Manifest:
+    """A partition that holds no output and says why (`reason`, e.g. the section that turns
+    the stage off), with `empty` as its one part when readers expect a table; it replaces
+    any earlier output."""
+    version = stable_hash({"kernel": kernel_version, SKIPPED: reason})
+    layout.prepare(version)
+    parts = [] if empty is None else [layout.write_part(0, empty)]
+    manifest = Manifest(layout.asset, layout.partition, version, parts, extra={SKIPPED: reason})
+    layout.write_manifest(manifest)
+    return manifest
+
+
+def skipped_reason(store: Store, asset: str, partition: str) -> str | None:
+    """Why the stored partition of `asset` holds no output (`write_skipped`); None if it
+    does."""
+    return PartitionLayout(store, asset, partition).complete_manifest().extra.get(SKIPPED)

@@ -31,14 +31,13 @@ from curation.quality import (
     too_few_positives,
     train_classifier,
 )
-from curation.stages.base import AnnotateStage, Annotation, DocumentsInput
+from curation.stages.base import AnnotateStage, Annotation, DocumentsInput, write_skipped
 from curation.storage import Store
 from curation.tasks import PartitionResult
 
 CLASSIFIER = QUALITY_CLASSIFIER
 SCORES = QUALITY_SCORES
 GLOBAL_PARTITION = ALL
-SKIPPED = "skipped"
 KERNEL_VERSION = "quality-1"
 TOP_FRACTIONS = (0.1, 0.3, 0.5)
 
@@ -120,28 +119,14 @@ def _settings(pipeline: PipelineConfig) -> QualityClassifierSettings:
 def skip_classifier(store: Store, reason: str) -> Manifest:
     """Records that no classifier is made (`reason`), replacing any earlier one: the scores
     and the recipes then see none."""
-    return _write_skipped(PartitionLayout(store, CLASSIFIER, GLOBAL_PARTITION), reason)
+    return write_skipped(PartitionLayout(store, CLASSIFIER, GLOBAL_PARTITION), KERNEL_VERSION,
+                         reason)
 
 
 def skip_scores(store: Store, partition: str, reason: str) -> Manifest:
     """An empty `quality_scores` partition saying why: the mix reads every score as missing."""
-    return _write_skipped(PartitionLayout(store, SCORES, partition), reason,
-                          SCORE_SCHEMA.empty_table())
-
-
-def _write_skipped(layout: PartitionLayout, reason: str,
-                   empty: pa.Table | None = None) -> Manifest:
-    version = stable_hash({"kernel": KERNEL_VERSION, SKIPPED: reason})
-    layout.prepare(version)
-    parts = [] if empty is None else [layout.write_part(0, empty)]
-    manifest = Manifest(layout.asset, layout.partition, version, parts, extra={SKIPPED: reason})
-    layout.write_manifest(manifest)
-    return manifest
-
-
-def skipped_reason(store: Store, asset: str, partition: str) -> str | None:
-    """Why the stored partition of `asset` holds no classifier or scores; None if it does."""
-    return PartitionLayout(store, asset, partition).complete_manifest().extra.get(SKIPPED)
+    return write_skipped(PartitionLayout(store, SCORES, partition), KERNEL_VERSION, reason,
+                         SCORE_SCHEMA.empty_table())
 
 
 @dataclass(frozen=True)
