@@ -22,7 +22,8 @@ from resources import PipelineResource, StorageResource
 # A partition skipped for want of a classifier holds an empty table, which meets it too.
 QUALITY_SCORES_SUITES = (
     TableSuite("part", (*not_null("doc_id", "language", "quality_score"), unique("doc_id"),
-                        between("quality_score", 0.0, 1.0), of_type("quality_score", "float32"))),
+                        between("quality_score", 0.0, 1.0), of_type("quality_score", "float32"),
+                        between("neural_score", 0.0, 1.0), between("combined_score", 0.0, 1.0))),
 )
 
 
@@ -46,6 +47,33 @@ def quality_classifier_separates(
                             f"gates.min_classifier_roc_auc {floor}",
                             metadata={"roc_auc": MetadataValue.float(round(auc, 4)),
                                       "min": MetadataValue.float(floor)})
+
+
+@asset_check(asset=QUALITY_CLASSIFIER, blocking=True,
+             description="The neural head's held-out ROC AUC (on the fastText classifier's "
+             "held-out documents) at least gates.min_classifier_roc_auc; passes with nothing "
+             "to judge when embeddings are off.")
+def quality_classifier_neural_separates(
+    pipeline: PipelineResource, storage: StorageResource
+) -> AssetCheckResult:
+    skipped = skipped_reason(storage.store, QUALITY_CLASSIFIER, ALL)
+    manifest = None if skipped else \
+        PartitionLayout(storage.store, QUALITY_CLASSIFIER, ALL).complete_manifest()
+    neural = manifest.extra.get("neural") if manifest else None
+    if neural is None:
+        return nothing_to_check(skipped or "embeddings.enabled is false: no neural head")
+    gates = pipeline.load().gates
+    auc, floor = neural["roc_auc"], gates.min_classifier_roc_auc
+    return AssetCheckResult(
+        passed=auc >= floor, severity=gate_severity(gates, "quality_classifier_neural_separates"),
+        description=f"neural head held-out ROC AUC {auc:.3f} "
+        f"(fastText {neural['fasttext_roc_auc']:.3f}, combined "
+        f"{neural['combined_roc_auc']:.3f}), {'at least' if auc >= floor else 'below'} "
+        f"gates.min_classifier_roc_auc {floor}",
+        metadata={"roc_auc": MetadataValue.float(round(auc, 4)),
+                  "fasttext_roc_auc": MetadataValue.float(round(neural["fasttext_roc_auc"], 4)),
+                  "combined_roc_auc": MetadataValue.float(round(neural["combined_roc_auc"], 4)),
+                  "min": MetadataValue.float(floor)})
 
 
 @asset_check(asset=QUALITY_SCORES, blocking=True, partitions_def=snapshot_partitions,

@@ -12,7 +12,7 @@ from corpus_assets.documents import documents
 from corpus_assets.gates import require_passing_gates
 from corpus_assets.language import language
 from corpus_assets.metadata import stage_metadata, task_logger
-from curation.graph import DOCUMENTS, HEURISTICS, QUALITY_CLASSIFIER
+from curation.graph import DOCUMENTS, EMBEDDINGS, HEURISTICS, QUALITY_CLASSIFIER
 from curation.partition import PartitionLayout
 from curation.quality import WITHOUT_CLASSIFIER
 from curation.stages.base import DocumentsInput
@@ -29,11 +29,12 @@ from resources import ComputeResource, PipelineResource, StorageResource
 
 
 @asset(
-    deps=[every_partition(documents), every_partition(HEURISTICS)],
+    deps=[every_partition(documents), every_partition(HEURISTICS), every_partition(EMBEDDINGS)],
     group_name="models",
     code_version=KERNEL_VERSION,
     description="fastText quality classifier: curated positives against a seeded sample of "
-    "heuristics-passing web documents from the pipeline's training snapshots.",
+    "heuristics-passing web documents from the pipeline's training snapshots; with embeddings "
+    "on, a logistic-regression head on their vectors, trained and judged on the same documents.",
 )
 def quality_classifier(
     context: AssetExecutionContext, pipeline: PipelineResource, storage: StorageResource
@@ -53,6 +54,18 @@ def quality_classifier(
     with storage.locked(context.run.run_id, QUALITY_CLASSIFIER):
         run = run_classifier(store, config, inputs)
     trained = run.trained
+    neural = {}
+    if run.neural is not None:
+        neural = {
+            "neural_roc_auc": MetadataValue.float(round(run.neural.roc_auc, 4)),
+            "combined_roc_auc": MetadataValue.float(round(run.neural.combined_roc_auc, 4)),
+            "neural_sha256": MetadataValue.text(run.neural.head.sha256),
+            "roc_auc_side_by_side": MetadataValue.md(
+                "| scorer | held-out ROC AUC |\n| --- | ---: |\n"
+                f"| fasttext | {run.neural.fasttext_roc_auc:.4f} |\n"
+                f"| neural | {run.neural.roc_auc:.4f} |\n"
+                f"| combined (mean percentile rank) | {run.neural.combined_roc_auc:.4f} |"),
+        }
     features = "\n".join(
         f"| {hq[0]} | {hq[1]:.3f} | {lq[0]} | {lq[1]:.3f} |"
         for hq, lq in zip(trained.hq_features, trained.lq_features, strict=False))
@@ -73,6 +86,7 @@ def quality_classifier(
             "model_sha256": MetadataValue.text(trained.model_sha256),
             "model_path": MetadataValue.path(
                 store.uri(f"models/{trained.model_sha256}/model.bin")),
+            **neural,
         },
         data_version=DataVersion(trained.model_sha256[:16]),
     )
@@ -80,11 +94,12 @@ def quality_classifier(
 
 @asset(
     partitions_def=snapshot_partitions,
-    deps=[documents, language, quality_classifier],
+    deps=[documents, language, quality_classifier, EMBEDDINGS],
     group_name="scores",
     code_version=KERNEL_VERSION,
-    description="P(high quality) per document from the pipeline's classifier; recipes keep the "
-    "top fraction per language or those above an absolute score.",
+    description="P(high quality) per document from the pipeline's classifier (and, with "
+    "embeddings on, the neural head's and the two combined); recipes keep the top fraction per "
+    "language by the scorer they choose.",
 )
 def quality_scores(
     context: AssetExecutionContext, pipeline: PipelineResource, storage: StorageResource,
@@ -99,10 +114,13 @@ def quality_scores(
                         task_logger(context, partition))
     summary = summarize_scores(storage.store, partition)
     metadata = stage_metadata(result.stats, result.wall_seconds)
+    scorers = list(summary.histograms)
+    bins = len(summary.histogram)
     metadata["score_histogram"] = MetadataValue.md(
-        "| score | documents |\n| --- | ---: |\n" + "\n".join(
-            f"| {i / len(summary.histogram):.2f}-{(i + 1) / len(summary.histogram):.2f} | {n} |"
-            for i, n in enumerate(summary.histogram)))
+        f"| score | {' | '.join(scorers)} |\n| --- |{' ---: |' * len(scorers)}\n" + "\n".join(
+            f"| {i / bins:.2f}-{(i + 1) / bins:.2f} | "
+            + " | ".join(str(summary.histograms[scorer][i]) for scorer in scorers) + " |"
+            for i in range(bins)))
     rows = []
     for code, thresholds in sorted(summary.thresholds.items()):
         rows.append(f"| {code} | " + " | ".join(f"{thresholds[f]:.4f}" for f in sorted(thresholds))

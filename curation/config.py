@@ -524,6 +524,11 @@ class Selection(_Strict):
     licences: list[str] | None = None
     drop_contaminated: bool = True
     quality_top_fraction: Annotated[float, Field(gt=0, le=1)] | None = None
+    # The score every quality cut (and `cluster_policy: quality`) reads: fastText's P(hq), the
+    # neural head's on the embeddings, or the mean of the two models' percentile ranks among
+    # held-out web documents (`curation.neural_quality.combined_scores`). The last two need
+    # `embeddings.enabled` in pipeline.yaml.
+    quality_scorer: Literal["fasttext", "neural", "combined"] = "fasttext"
     heuristics: HeuristicsSelection = HeuristicsSelection()
 
 
@@ -845,6 +850,11 @@ def _recipe_pipeline_problems(recipe: RecipeConfig, path: Path,
                 str(path), field, f"needs quality scores, but the classifier is skipped: "
                 f"{skipped}", "add a quality: section with training_snapshots and mark a "
                 "curated source classifier_positive: true, or remove this setting"))
+    if recipe.selection.quality_scorer != "fasttext" and not pipeline.embeddings.enabled:
+        problems.append(Problem(
+            str(path), "selection.quality_scorer", f"{recipe.selection.quality_scorer} needs "
+            "the neural head, which trains on the embeddings, but embeddings.enabled is false",
+            "set embeddings: {enabled: true} in pipeline.yaml, or quality_scorer: fasttext"))
     return problems
 
 

@@ -50,6 +50,7 @@ TUNABLE_CHECKS = {
     "exact_dedup_rate": "gates.max_duplicate_rate",
     "dedup_clusters_rate": "gates.max_duplicate_rate",
     "quality_classifier_separates": "gates.min_classifier_roc_auc",
+    "quality_classifier_neural_separates": "gates.min_classifier_roc_auc",
     "mix_shares_on_target": "gates.mix_share_tolerance",
 }
 # Checks that prove the data is intact or clean (contracts, coverage, residual PII or eval

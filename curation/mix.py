@@ -111,6 +111,7 @@ from curation.graph import (
     SCRUBBED,
     SELECTION_VERDICTS,
 )
+from curation.neural_quality import SCORERS
 from curation.partition import Manifest, PartitionLayout
 from curation.schema import WEB_SOURCE
 from curation.shards import occurrence_lengths
@@ -338,7 +339,8 @@ def load_candidates(con: Connection, store: Store, partitions: Sequence[str],
                     verdicts: Sequence[str] = SELECTION_VERDICTS,
                     budget: MemoryBudget | None = None,
                     heuristics: HeuristicsSelection | None = None,
-                    placement: TaskPlacement | None = None) -> list[str]:
+                    placement: TaskPlacement | None = None,
+                    quality_scorer: str = "fasttext") -> list[str]:
     """Table `candidates` (`CANDIDATE_SCHEMA` and `text_part`, the number of the scrubbed part
     holding the document's text) over `partitions`, part by part; `curated_sources` names the
     sources judged by the curated filter policy, `verdicts` the added annotate stages whose
@@ -353,8 +355,10 @@ def load_candidates(con: Connection, store: Store, partitions: Sequence[str],
           {"doc_id": "VARCHAR", "language": "VARCHAR", "keep": "BOOLEAN"})
     _load_heuristics(con, store, partitions, heuristics or HeuristicsSelection())
     # no classifier configured: no table, the scores stay null
+    score = SCORERS[quality_scorer]
     _load(con, store, "quality", QUALITY_SCORES, partitions,
-          {"doc_id": "VARCHAR", "quality_score": "DOUBLE"}, required=False)
+          {"doc_id": "VARCHAR", "quality_score": "DOUBLE"}, required=False,
+          read=["doc_id", score], select=f"CAST(doc_id AS VARCHAR), CAST({score} AS DOUBLE)")
     _load(con, store, "contamination_rows", DECONTAMINATED, partitions,
           {"doc_id": "VARCHAR", "contaminated": "BOOLEAN"})
     text_parts = _load(con, store, "sizes", SCRUBBED, partitions,
@@ -1091,7 +1095,8 @@ def run_mix(con: Connection, store: Store, recipe: RecipeConfig, *,
     (`count_tokens_sql`, when a tokenizer is given), then `mix_sql`, in `con` (a session under
     `budget`, None: the current one)."""
     text_parts = load_candidates(con, store, recipe.partition_keys(), curated_sources,
-                                 verdicts, budget, recipe.selection.heuristics, placement)
+                                 verdicts, budget, recipe.selection.heuristics, placement,
+                                 recipe.selection.quality_scorer)
     select_sql(con, recipe, curated_sources, code_sources)
     choose_sql(con)
     if tokenizer is not None:

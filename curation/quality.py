@@ -17,7 +17,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,29 +150,31 @@ def sample_negatives(doc_ids: list[str], texts: list[str], count: int, seed: int
     return sorted(heapq.nsmallest(count, best.values(), key=rank))
 
 
-def _capped(texts: Iterable[str], limit: int, seed: int) -> list[str]:
-    return heapq.nsmallest(limit, texts, key=lambda text: (_keyed_hash(text, seed, b"cap"), text))
-
-
-def _split(texts: list[str], fraction: float, seed: int) -> tuple[list[str], list[str]]:
-    """(train, held out). A threshold on each text's own hash, rather than an exact count, keeps
-    a text on the same side when the set grows, so retraining never leaks held-out texts."""
-    cut = fraction * 2**64
-    train, held_out = [], []
-    for text in texts:
-        (held_out if _keyed_hash(text, seed, b"holdout") < cut else train).append(text)
+def class_split(texts: Sequence[str], limit: int, settings: QualityClassifierSettings,
+                label: str) -> tuple[list[int], list[int]]:
+    """Positions in `texts` of a class's training and held-out documents: those not blank once
+    prepared, capped to `limit` by the keyed hash of the prepared text and split by another.
+    A threshold on each text's own hash, rather than an exact count, keeps a text on the same
+    side when the set grows, so retraining never leaks held-out texts. Every model of the
+    plane trains and is judged on these same documents."""
+    prepared = [prepare_text(text, settings.max_chars_per_doc) for text in texts]
+    kept = heapq.nsmallest(limit, (i for i, text in enumerate(prepared) if text),
+                           key=lambda i: (_keyed_hash(prepared[i], settings.seed, b"cap"),
+                                          prepared[i], i))
+    cut = settings.holdout_fraction * 2**64
+    train = [i for i in kept if _keyed_hash(prepared[i], settings.seed, b"holdout") >= cut]
+    held_out = [i for i in kept if _keyed_hash(prepared[i], settings.seed, b"holdout") < cut]
+    if not train or not held_out:
+        raise ValueError(f"{label}: {len(train)} training and {len(held_out)} held-out texts; "
+                         "both must be non-empty")
     return train, held_out
 
 
 def _class_texts(texts: Sequence[str], limit: int, settings: QualityClassifierSettings,
                  label: str) -> tuple[list[str], list[str]]:
-    prepared = (prepare_text(text, settings.max_chars_per_doc) for text in texts)
-    train, held_out = _split(_capped(filter(None, prepared), limit, settings.seed),
-                             settings.holdout_fraction, settings.seed)
-    if not train or not held_out:
-        raise ValueError(f"{label}: {len(train)} training and {len(held_out)} held-out texts; "
-                         "both must be non-empty")
-    return train, held_out
+    train, held_out = class_split(texts, limit, settings, label)
+    return ([prepare_text(texts[i], settings.max_chars_per_doc) for i in train],
+            [prepare_text(texts[i], settings.max_chars_per_doc) for i in held_out])
 
 
 def _write_training_file(path: Path, hq: list[str], lq: list[str], seed: int) -> None:

@@ -15,7 +15,8 @@ from resources import PipelineResource
 from tests.conftest import REPO
 
 PER_SNAPSHOT = {"warc_files", "documents", "language", "heuristics", "minhash_signatures",
-                "url_dedup", "exact_dedup", "dedup_clusters", "line_dedup", "quality_scores"}
+                "url_dedup", "exact_dedup", "dedup_clusters", "line_dedup", "embeddings",
+                "quality_scores"}
 
 
 def test_definitions_load_with_the_asset_graph() -> None:
@@ -24,7 +25,9 @@ def test_definitions_load_with_the_asset_graph() -> None:
     assert PER_SNAPSHOT | {"quality_classifier", "cross_dedup"} <= keys
     assert graph.get(AssetKey("documents")).parent_keys == {AssetKey("warc_files")}
     assert graph.get(AssetKey("quality_scores")).parent_keys == {
-        AssetKey("documents"), AssetKey("language"), AssetKey("quality_classifier")}
+        AssetKey("documents"), AssetKey("language"), AssetKey("quality_classifier"),
+        AssetKey("embeddings")}
+    assert graph.get(AssetKey("embeddings")).parent_keys == {AssetKey("scrubbed")}
     for key in PER_SNAPSHOT:
         assert graph.get(AssetKey(key)).partitions_def.name == SNAPSHOT_PARTITIONS_NAME
     assert graph.get(AssetKey("quality_classifier")).partitions_def is None

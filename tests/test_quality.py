@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import pickle
 import random
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from benchmarks.quality_models import gutenberg_chunks, wikipedia_articles
 from curation.quality import (
     HQ,
     LQ,
@@ -33,33 +33,6 @@ from curation.quality import (
 # Small buckets and dimension keep the test fast; the model is still a bigram model.
 SETTINGS = QualityClassifierSettings(dim=32, bucket=100_000, max_positives=1500, seed=7,
                                      training_snapshots=["CC-MAIN-2024-10"])
-BOOK_CHUNK_WORDS = 300
-_ARTICLE_TITLE = re.compile(r"^ = [^=].* = $")
-# wikitext-2 writes in-word hyphens and number separators as " @-@ ", " @,@ ", " @.@ ".
-_WIKITEXT_JOINER = re.compile(r" @(.)@ ")
-
-
-def wikipedia_articles(shared_data: Path) -> list[str]:
-    raw = (shared_data / "sources/wikipedia/wikitext-2-raw_wiki.test.raw").read_text("utf-8")
-    articles: list[list[str]] = []
-    for line in raw.splitlines():
-        if _ARTICLE_TITLE.match(line):
-            articles.append([])
-        elif articles and line.strip():
-            articles[-1].append(_WIKITEXT_JOINER.sub(r"\1", line.strip()))
-    return ["\n".join(lines) for lines in articles if lines]
-
-
-def gutenberg_chunks(shared_data: Path) -> list[str]:
-    chunks = []
-    for path in sorted((shared_data / "sources/books_gutenberg").glob("pg*.txt")):
-        text = path.read_bytes().decode("cp1252").replace("\r\n", "\n")
-        # Project Gutenberg's licence header and footer are the same in every book.
-        body = re.split(r"\*\*\* (?:START|END) OF TH[EI]S? PROJECT GUTENBERG[^\n]*", text)
-        words = (body[1] if len(body) == 3 else text).split()
-        chunks += [" ".join(words[i:i + BOOK_CHUNK_WORDS])
-                   for i in range(0, len(words), BOOK_CHUNK_WORDS)]
-    return chunks
 
 
 PRODUCTS = ["shoes", "watch", "laptop", "phone case", "headphones", "sofa", "vitamins", "jacket",

@@ -126,9 +126,11 @@ def test_negatives_are_one_per_exact_duplicate_whatever_the_partitioning() -> No
 def test_the_sample_classifier_trains_on_distinct_negatives(sample_run) -> None:
     store = LocalStore(str(sample_run.root))
     pipeline = load_pipeline(sample_run.pipeline_path)
-    positives, negatives, origin = training_data(store, pipeline)
-    assert positives and len(negatives) > 20
-    assert len({text_hash(text) for text in negatives}) == len(negatives)
+    data = training_data(store, pipeline)
+    assert data.positives and len(data.negatives) > 20
+    assert len({text_hash(text) for text in data.negatives}) == len(data.negatives)
+    assert len(set(data.negative_ids)) == len(data.negatives)
+    assert len(data.positive_ids) == len(data.positives)
 
 
 # --- heuristic thresholds per recipe ---------------------------------------------------------
