@@ -95,6 +95,7 @@ from curation.mix import (
     SELECTED,
     TAKEDOWN,
 )
+from curation.neural_quality import SCORERS
 from curation.partition import PartitionLayout
 from curation.pii import scrub_text
 from curation.schema import WEB_SOURCE, sample_rank
@@ -102,7 +103,7 @@ from curation.storage import Store, iter_parquet, read_parquet
 from curation.takedowns import current_takedowns, load_tombstones, match_documents
 
 # 2: duplicate removals per cluster size, the served phase order; 3: heuristics drops per language
-REPORT_VERSION = "report-3"
+REPORT_VERSION = "report-4"
 REPORTS_PREFIX = "reports"
 INGEST = DOCUMENTS
 # (funnel stage, asset whose `decisions` rows with verdict `drop` flag a document)
@@ -171,7 +172,9 @@ def _parts(store: Store, asset: str, partition: str, columns: Sequence[str],
 _DOCUMENTS = pa.schema([("doc_id", pa.string()), ("source", pa.string()), ("text", pa.string())])
 _TEXT = pa.schema([("doc_id", pa.string()), ("text", pa.string())])
 _LANGUAGE = pa.schema([("doc_id", pa.string()), ("language", pa.string())])
-_QUALITY = pa.schema([("doc_id", pa.string()), ("quality_score", pa.float64())])
+_SCORES = pa.schema([("doc_id", pa.string())]
+                    + [(column, pa.float64()) for column in SCORERS.values()])
+SCORE_BINS = 10  # the table of every scorer's web scores: equal bins over [0, 1]
 _DECISIONS = pa.schema([("doc_id", pa.string()), ("verdict", pa.string()),
                         ("reason", pa.string())])
 _MIX = pa.schema([("doc_id", pa.string()), ("partition", pa.string()), ("rule", pa.string()),
@@ -193,6 +196,22 @@ def _view(con: duckdb.DuckDBPyConnection, name: str, store: Store, asset: str, p
     return name
 
 
+def _scorer_histograms(con: duckdb.DuckDBPyConnection, partitions: int) -> dict[str, list[int]]:
+    """Per scorer with scores (`SCORERS`), the web documents' scores counted in `SCORE_BINS`
+    equal bins over [0, 1], from the partitions' `quality` and `documents` views."""
+    counts: dict[str, list[int]] = {}
+    for index in range(partitions):
+        for scorer, column in SCORERS.items():
+            rows = con.execute(
+                f"SELECT least(CAST(floor(q.{column} * {SCORE_BINS}) AS INTEGER), "
+                f"{SCORE_BINS - 1}), count(*) FROM p{index}_quality q JOIN p{index}_documents d "
+                f"ON d.doc_id = q.doc_id WHERE d.source = {literal(WEB_SOURCE)} "
+                f"AND q.{column} IS NOT NULL GROUP BY 1").fetchall()
+            for bin_, count in rows:
+                counts.setdefault(scorer, [0] * SCORE_BINS)[bin_] += count
+    return counts
+
+
 def _estimate(size: str) -> str:
     """The mix's token estimate in SQL: bytes over the source's bytes per token (`r.rate`),
     rounded half to even as numpy's rint, at least 1 per document."""
@@ -201,8 +220,9 @@ def _estimate(size: str) -> str:
 
 
 def _frame_query(con: duckdb.DuckDBPyConnection, store: Store, index: int,
-                 partition: str) -> tuple[str, pa.Array]:
-    """One row per document of the partition: source, language, score, the estimated tokens
+                 partition: str, score: str) -> tuple[str, pa.Array]:
+    """One row per document of the partition: source, language, score (the `quality_scores`
+    column `score`, the one the recipe's cut reads, as `quality_score`), the estimated tokens
     of the extracted (`tokens`) and of the scrubbed text (`final_tokens`: exact for the
     documents the mix selected), the reason each pipeline stage flags it (null: not flagged),
     the mix's rule, `group_size` (the recipe's documents in its duplicate group: table
@@ -219,8 +239,8 @@ def _frame_query(con: duckdb.DuckDBPyConnection, store: Store, index: int,
         (f"{prefix}{DOCUMENTS}", "source", "strlen(text)", "NULL"),
         (_view(con, f"{prefix}{LANGUAGE}", store, LANGUAGE, partition, _LANGUAGE), "language",
          "NULL", "NULL"),
-        (_view(con, f"{prefix}quality", store, QUALITY_SCORES, partition, _QUALITY,
-               required=False), "NULL", "NULL", "quality_score"),
+        (_view(con, f"{prefix}quality", store, QUALITY_SCORES, partition, _SCORES,
+               required=False), "NULL", "NULL", score),
         (_view(con, f"{prefix}{SCRUBBED}", store, SCRUBBED, partition, _TEXT), "NULL",
          "strlen(text)", "NULL"),
         (mix, "rule", "tokens", "NULL"),
@@ -717,6 +737,7 @@ def compute_report(store: Store, recipe: RecipeConfig,
     per-stage, per-reason, per-language and per-bin sums, and the first few sample candidates
     in sample-rank order (`_Figures`). Cluster sizes are counted in DuckDB."""
     partitions = recipe.partition_keys()
+    score = SCORERS[recipe.selection.quality_scorer]
     mix_manifest = _manifest(store, MIX, recipe.name)
     extra = mix_manifest.extra
     bytes_per_token = {k: float(v) for k, v in extra.get("bytes_per_token", {}).items()}
@@ -737,10 +758,11 @@ def compute_report(store: Store, recipe: RecipeConfig,
         queries = []
         for index, partition in enumerate(partitions):
             _view(con, f"p{index}_documents", store, DOCUMENTS, partition, _DOCUMENTS)
-            queries.append(_frame_query(con, store, index, partition))
+            queries.append(_frame_query(con, store, index, partition, score))
+        scorers = _scorer_histograms(con, len(partitions))
         # The histogram's bins start at the smallest web score: found before the batches.
         smallest = con.execute(" UNION ALL ".join(
-            f"SELECT min(CAST(q.quality_score AS DOUBLE)) AS score FROM p{i}_documents d "
+            f"SELECT min(CAST(q.{score} AS DOUBLE)) AS score FROM p{i}_documents d "
             f"JOIN p{i}_quality q ON q.doc_id = d.doc_id WHERE d.source = {literal(WEB_SOURCE)}"
             for i in range(len(partitions))) or "SELECT NULL::DOUBLE AS score").fetchall()
         scores = [s for (s,) in smallest if s is not None]
@@ -821,7 +843,8 @@ def compute_report(store: Store, recipe: RecipeConfig,
         "funnel": {"total": total, "partitions": funnels},
         "removals": figures.removal_rows(),
         "languages": figures.language_rows(partitions),
-        "quality": figures.quality(recipe),
+        "quality": figures.quality(recipe) | {"scorer": recipe.selection.quality_scorer,
+                                              "scorers": scorers},
         "clusters": clusters,
         "duplicate_removals": figures.duplicate_rows(),
         "served_phases": _served(shards),
@@ -984,14 +1007,25 @@ def _plot_quality(data: dict[str, Any]):  # noqa: ANN202 - a Figure
         axes.text(cutoff, bottom.max() or 1, f" cutoff {language} {cutoff:.3f}", fontsize=7,
                   va="top")
     fraction = quality["top_fraction"]
-    axes.set_title("web quality scores" + (f" (recipe keeps the top {fraction:.0%} per "
-                                           "language)" if fraction else " (no cutoff)"),
-                   fontsize=9)
+    cut = f", recipe keeps the top {fraction:.0%} per language" if fraction else ", no cutoff"
+    axes.set_title(f"web quality scores ({quality['scorer']}{cut})", fontsize=9)
     axes.set_xscale("log")
     axes.set_xlabel("P(high quality), log scale", fontsize=8)
     axes.legend(fontsize=7)
     axes.tick_params(labelsize=7)
     return figure
+
+
+def _scorer_table(quality: dict[str, Any]) -> list[str]:
+    """Every scorer's web scores side by side, in equal bins (the recipe cuts on one)."""
+    scorers = quality["scorers"]
+    if not scorers:
+        return []
+    return [f"<p>Web documents per score, by scorer (the recipe cuts on "
+            f"{_e(quality['scorer'])}):</p>",
+            _html_table(["score", *scorers], [
+                [f"{i / SCORE_BINS:.1f}-{(i + 1) / SCORE_BINS:.1f}",
+                 *(counts[i] for counts in scorers.values())] for i in range(SCORE_BINS)])]
 
 
 def _plot_clusters(data: dict[str, Any]):  # noqa: ANN202 - a Figure
@@ -1172,7 +1206,8 @@ def render_html(data: dict[str, Any], images: dict[str, bytes]) -> str:
             + (f" Phase cutoffs: {html.escape(json.dumps(quality['phase_top_fractions']))}."
                if quality["phase_top_fractions"] else "") + "</p>",
             _img(images, "quality", "quality histogram"),
-            _html_table(["language", "cutoff score"], cutoff_rows) if cutoff_rows else ""]
+            _html_table(["language", "cutoff score"], cutoff_rows) if cutoff_rows else "",
+            *_scorer_table(quality)]
     out += ['<h2 id="clusters">Duplicate clusters</h2>', _img(images, "clusters", "clusters"),
             _html_table(["asset", "clusters", "duplicates", "largest", "sizes"],
                         [[a, c["clusters"], c["duplicates"], c["largest"],

@@ -3,6 +3,7 @@ classifier's documents, on real text; through the main job; and the recipe's cho
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -109,6 +110,12 @@ def test_the_main_job_trains_and_gates_the_head_and_scores_every_document(sample
     curated = PartitionLayout(store, QUALITY_SCORES, "source:reference").read_table()[
         "neural_score"]
     assert np.median(curated.to_numpy()) > np.median(web.to_numpy())
+    # The funnel report shows every scorer's web scores side by side, and names the one cut on.
+    quality = json.loads(store.read_bytes("reports/sample/report.json"))["quality"]
+    assert quality["scorer"] == "fasttext"
+    assert {scorer: sum(counts) for scorer, counts in quality["scorers"].items()} == \
+        dict.fromkeys(("fasttext", "neural", "combined"), quality["documents"])
+    assert quality["documents"] > 400
 
 
 @pytest.mark.parametrize("scorer", ["neural", "combined"])
