@@ -115,7 +115,7 @@ def quality_scores(
     summary = summarize_scores(storage.store, partition)
     metadata = stage_metadata(result.stats, result.wall_seconds)
     scorers = list(summary.histograms)
-    bins = len(summary.histogram)
+    bins = len(summary.histograms["fasttext"])
     metadata["score_histogram"] = MetadataValue.md(
         f"| score | {' | '.join(scorers)} |\n| --- |{' ---: |' * len(scorers)}\n" + "\n".join(
             f"| {i / bins:.2f}-{(i + 1) / bins:.2f} | "

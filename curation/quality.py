@@ -158,12 +158,20 @@ def class_split(texts: Sequence[str], limit: int, settings: QualityClassifierSet
     side when the set grows, so retraining never leaks held-out texts. Every model of the
     plane trains and is judged on these same documents."""
     prepared = [prepare_text(text, settings.max_chars_per_doc) for text in texts]
+    return _split_prepared(prepared, limit, settings, label)
+
+
+def _split_prepared(prepared: Sequence[str], limit: int, settings: QualityClassifierSettings,
+                    label: str) -> tuple[list[int], list[int]]:
     kept = heapq.nsmallest(limit, (i for i, text in enumerate(prepared) if text),
                            key=lambda i: (_keyed_hash(prepared[i], settings.seed, b"cap"),
                                           prepared[i], i))
     cut = settings.holdout_fraction * 2**64
-    train = [i for i in kept if _keyed_hash(prepared[i], settings.seed, b"holdout") >= cut]
-    held_out = [i for i in kept if _keyed_hash(prepared[i], settings.seed, b"holdout") < cut]
+    train: list[int] = []
+    held_out: list[int] = []
+    for i in kept:
+        (held_out if _keyed_hash(prepared[i], settings.seed, b"holdout") < cut
+         else train).append(i)
     if not train or not held_out:
         raise ValueError(f"{label}: {len(train)} training and {len(held_out)} held-out texts; "
                          "both must be non-empty")
@@ -172,9 +180,9 @@ def class_split(texts: Sequence[str], limit: int, settings: QualityClassifierSet
 
 def _class_texts(texts: Sequence[str], limit: int, settings: QualityClassifierSettings,
                  label: str) -> tuple[list[str], list[str]]:
-    train, held_out = class_split(texts, limit, settings, label)
-    return ([prepare_text(texts[i], settings.max_chars_per_doc) for i in train],
-            [prepare_text(texts[i], settings.max_chars_per_doc) for i in held_out])
+    prepared = [prepare_text(text, settings.max_chars_per_doc) for text in texts]
+    train, held_out = _split_prepared(prepared, limit, settings, label)
+    return [prepared[i] for i in train], [prepared[i] for i in held_out]
 
 
 def _write_training_file(path: Path, hq: list[str], lq: list[str], seed: int) -> None:

@@ -50,7 +50,6 @@ from curation.stages.base import (
     AnnotateStage,
     Annotation,
     DocumentsInput,
-    skipped_reason,
     write_skipped,
 )
 from curation.storage import Store
@@ -288,9 +287,7 @@ def _stored_vectors(store: Store, partitions: list[str], doc_ids: set[str]
     found: dict[str, np.ndarray] = {}
     for partition in partitions:
         layout = PartitionLayout(store, EMBEDDINGS, partition)
-        if skipped_reason(store, EMBEDDINGS, partition):
-            continue
-        for index in range(len(layout.complete_manifest().parts)):
+        for index in range(len(layout.complete_manifest().parts)):  # none when skipped
             table = layout.read_part(index, columns=["doc_id", "embedding"])
             table = table.filter(pc.is_in(table["doc_id"], wanted))
             if table.num_rows:
@@ -318,22 +315,25 @@ def current_neural(store: Store) -> str | None:
     return manifest.extra.get("neural", {}).get("model_sha256")
 
 
-# The neural heads this process has loaded, by sha256, with their reference scores: every
-# scoring task asks for them.
-_NEURAL_SCORERS: dict[str, tuple[NeuralHead, np.ndarray, np.ndarray]] = {}
+# The neural heads this process has loaded with their reference scores, by (fastText sha256,
+# head sha256): the references hold both models' scores, so a long-lived (Ray) worker must not
+# reuse them after the fastText model alone changed.
+_NEURAL_SCORERS: dict[tuple[str, str], tuple[NeuralHead, np.ndarray, np.ndarray]] = {}
 
 
-def _neural_scorer(store: Store, sha256: str) -> tuple[NeuralHead, np.ndarray, np.ndarray]:
+def _neural_scorer(store: Store, fasttext_sha256: str, sha256: str
+                   ) -> tuple[NeuralHead, np.ndarray, np.ndarray]:
     """The head (checked against its hash) and the two models' reference scores."""
-    if sha256 not in _NEURAL_SCORERS:
+    key = (fasttext_sha256, sha256)
+    if key not in _NEURAL_SCORERS:
         head = NeuralHead.from_bytes(store.read_bytes(neural_key(sha256)))
         if head.sha256 != sha256:
             raise ValueError(f"{neural_key(sha256)} does not hash to its name")
         reference = PartitionLayout(store, CLASSIFIER, GLOBAL_PARTITION).read_table(
             name=REFERENCE)
-        _NEURAL_SCORERS[sha256] = (head, reference["fasttext"].to_numpy().astype(np.float32),
-                                   reference["neural"].to_numpy().astype(np.float32))
-    return _NEURAL_SCORERS[sha256]
+        _NEURAL_SCORERS[key] = (head, reference["fasttext"].to_numpy().astype(np.float32),
+                                reference["neural"].to_numpy().astype(np.float32))
+    return _NEURAL_SCORERS[key]
 
 
 # Models this process has checked against their hash: every scoring task asks for the model,
@@ -383,7 +383,7 @@ class ScoreWork(AnnotateStage):
         neural = combined = pa.nulls(table.num_rows, pa.float32())
         if self.neural_sha256 is not None:
             head, fasttext_reference, neural_reference = _neural_scorer(
-                self.documents.store, self.neural_sha256)
+                self.documents.store, self.model_sha256, self.neural_sha256)
             stored = self.documents.upstream(EMBEDDINGS).read_part(
                 index, columns=["doc_id", "embedding"])
             if not stored["doc_id"].equals(table["doc_id"]):
@@ -416,7 +416,6 @@ def run_scores(documents: DocumentsInput, workers: int,
 
 @dataclass(frozen=True)
 class ScoreSummary:
-    histogram: list[int]
     thresholds: dict[str, dict[float, float]]
     documents: int
     histograms: dict[str, list[int]]  # per scorer the partition has scores of (SCORERS)
@@ -427,5 +426,5 @@ def summarize_scores(store: Store, partition: str) -> ScoreSummary:
     scores = table["quality_score"].to_numpy().astype(np.float64)
     histograms = {scorer: histogram(table[column].drop_null().to_numpy())
                   for scorer, column in SCORERS.items() if table[column].null_count == 0}
-    return ScoreSummary(histogram(scores), score_thresholds(
+    return ScoreSummary(score_thresholds(
         scores, table["language"].to_pylist(), TOP_FRACTIONS), table.num_rows, histograms)
