@@ -64,7 +64,7 @@ LINE_DEDUP_SUITES = (
 )
 
 
-def _kept_members_valid(store: Store, asset: str, partition: str) -> AssetCheckResult:
+def kept_members_valid(store: Store, asset: str, partition: str) -> AssetCheckResult:
     layout = PartitionLayout(store, asset, partition)
     with duckdb_session() as con:
         register_stored(con, "members", layout, ["doc_id", "keep"])
@@ -112,7 +112,7 @@ def _partition_checks(name: str):  # noqa: ANN202 - a check factory
                  "and is not itself a duplicate.")
     def kept_valid(context: AssetCheckExecutionContext,
                    storage: StorageResource) -> AssetCheckResult:
-        return _kept_members_valid(storage.store, name, context.op_execution_context.partition_key)
+        return kept_members_valid(storage.store, name, context.op_execution_context.partition_key)
 
     @asset_check(asset=name, name=f"{name}_rate", blocking=True,
                  partitions_def=snapshot_partitions,
@@ -140,7 +140,7 @@ line_dedup_contract = contract_check(LINE_DEDUP, LINE_DEDUP_SUITES, snapshot_par
 @asset_check(asset=CROSS_DEDUP, blocking=True,
              description="Every cross-partition duplicate names a kept member that exists.")
 def cross_dedup_kept_members_valid(storage: StorageResource) -> AssetCheckResult:
-    return _kept_members_valid(storage.store, CROSS_DEDUP, ALL)
+    return kept_members_valid(storage.store, CROSS_DEDUP, ALL)
 
 
 @asset_check(asset=LINE_DEDUP, blocking=True, partitions_def=snapshot_partitions,

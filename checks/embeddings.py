@@ -11,12 +11,11 @@ from dagster import (
 )
 
 from checks.expectations import TableSuite, between, contract_check, not_null, unique
-from checks.policy import nothing_to_check
-from checks.streams import SequenceComparison, Tally, iter_column, iter_parts
+from checks.policy import covers_documents, skipped_partition
+from checks.streams import Tally, iter_parts
 from curation.embeddings import DIMENSIONS
-from curation.graph import DOCUMENTS, EMBEDDINGS
+from curation.graph import EMBEDDINGS
 from curation.partition import PartitionLayout
-from curation.stages.base import skipped_reason
 from partitions import snapshot_partitions
 from resources import StorageResource
 
@@ -35,18 +34,9 @@ EMBEDDINGS_SUITES = (
 def embeddings_cover_documents(
     context: AssetCheckExecutionContext, storage: StorageResource
 ) -> AssetCheckResult:
-    partition, skipped = _partition(context, storage)
-    if skipped:
-        return skipped
-    documents = iter_column(PartitionLayout(storage.store, DOCUMENTS, partition), "doc_id")
-    vectors = iter_column(PartitionLayout(storage.store, EMBEDDINGS, partition), "doc_id")
-    same = SequenceComparison(vectors, documents)
-    return AssetCheckResult(passed=same.equal, severity=AssetCheckSeverity.ERROR,
-                            description=f"{EMBEDDINGS}[{partition}]: {same.left_rows} vectors "
-                            f"for {same.right_rows} documents"
-                            + ("" if same.equal else ", not one per document in order"),
-                            metadata={"vectors": MetadataValue.int(same.left_rows),
-                                      "documents": MetadataValue.int(same.right_rows)})
+    partition = context.op_execution_context.partition_key
+    return skipped_partition(storage.store, EMBEDDINGS, partition) or covers_documents(
+        storage.store, EMBEDDINGS, partition, "vectors")
 
 
 @asset_check(asset=EMBEDDINGS, blocking=True, partitions_def=snapshot_partitions,
@@ -55,7 +45,8 @@ def embeddings_cover_documents(
 def embeddings_norms(
     context: AssetCheckExecutionContext, storage: StorageResource
 ) -> AssetCheckResult:
-    partition, skipped = _partition(context, storage)
+    partition = context.op_execution_context.partition_key
+    skipped = skipped_partition(storage.store, EMBEDDINGS, partition)
     if skipped:
         return skipped
     norms = Norms()
@@ -69,14 +60,6 @@ def embeddings_norms(
         metadata={"min_norm": MetadataValue.float(round(norms.low, 5)),
                   "max_norm": MetadataValue.float(round(norms.high, 5)),
                   "off_unit_length": MetadataValue.int(bad)})
-
-
-def _partition(context: AssetCheckExecutionContext, storage: StorageResource
-               ) -> tuple[str, AssetCheckResult | None]:
-    """The checked partition, and a passing result when the stage was off for it."""
-    partition = context.op_execution_context.partition_key
-    reason = skipped_reason(storage.store, EMBEDDINGS, partition)
-    return partition, nothing_to_check(reason) if reason else None
 
 
 class Norms:

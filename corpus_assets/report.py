@@ -13,11 +13,12 @@ from dagster import (
 )
 
 from curation.config import stable_hash
-from curation.graph import CROSS_DEDUP, MIX, MIX_INPUTS, REPORT, SHARDS
+from curation.graph import CROSS_DEDUP, MIX, MIX_INPUTS, REPORT, SHARDS, TOPIC_MODEL
 from curation.report import (
     EDITS,
     REPORT_VERSION,
     build_report,
+    domains_markdown,
     duplicates_markdown,
     funnel_markdown,
     markdown_image,
@@ -37,7 +38,7 @@ METADATA_PLOT_DPI = 60  # a smaller copy of the plots for the event log
 @asset(
     name=REPORT,
     partitions_def=recipe_partitions,
-    deps=[SHARDS, MIX, *map(every_partition, MIX_INPUTS), CROSS_DEDUP],
+    deps=[SHARDS, MIX, *map(every_partition, MIX_INPUTS), CROSS_DEDUP, TOPIC_MODEL],
     group_name="dataset",
     code_version=REPORT_VERSION,
     description="The recipe's funnel report: documents and estimated tokens through every stage "
@@ -77,6 +78,7 @@ def report(context: AssetExecutionContext, pipeline: PipelineResource,
         "mixture": MetadataValue.md(mixture_markdown(data)),
         "duplicates_by_cluster_size": MetadataValue.md(duplicates_markdown(data)),
         "served_phases": MetadataValue.md(served_phases_markdown(data)),
+        "domains": MetadataValue.md(domains_markdown(data)),
         "funnel_plot": MetadataValue.md(markdown_image(small["funnel"], "funnel")),
         "mixture_plot": MetadataValue.md(markdown_image(small["mixture"], "mixture")),
     }

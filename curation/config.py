@@ -24,12 +24,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from curation.decontamination import DecontaminationSettings
 from curation.dedup import Verification
+from curation.domains import DomainSettings
 from curation.embeddings import EmbeddingSettings
 from curation.graph import CORRECTNESS_CHECKS, TUNABLE_CHECKS
 from curation.heuristics import SUITES, Annotator, HeuristicsSettings
 from curation.minhash import MinHashSettings
 from curation.pii import PiiSettings
 from curation.quality import QualityClassifierSettings
+from curation.semantic_dedup import SemanticDedupSettings
 
 SOURCE_PREFIX = "source:"
 SNAPSHOT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -383,6 +385,8 @@ class PipelineConfig(_Strict):
     decontamination: DecontaminationSettings = DecontaminationSettings()
     pii: PiiSettings = PiiSettings()
     embeddings: EmbeddingSettings = EmbeddingSettings()
+    semantic_dedup: SemanticDedupSettings = SemanticDedupSettings()
+    domains: DomainSettings = DomainSettings()
     gates: Gates = Gates()
     base_dir: Path = Field(default=Path("."), exclude=True)
 
@@ -407,6 +411,10 @@ class PipelineConfig(_Strict):
         for snapshot in self.quality.training_snapshots if self.quality else []:
             if snapshot not in self.snapshots:
                 raise ValueError(f"quality.training_snapshots: {snapshot!r} is not a snapshot "
+                                 "declared under snapshots")
+        for snapshot in self.domains.training_snapshots or []:
+            if snapshot not in self.snapshots:
+                raise ValueError(f"domains.training_snapshots: {snapshot!r} is not a snapshot "
                                  "declared under snapshots")
         return self
 
@@ -529,6 +537,10 @@ class Selection(_Strict):
     # held-out web documents (`curation.neural_quality.combined_scores`). The last two need
     # `embeddings.enabled` in pipeline.yaml.
     quality_scorer: Literal["fasttext", "neural", "combined"] = "fasttext"
+    # Join the `semantic_dedup` groups (SemDeDup on the embeddings, within each web
+    # partition) to the duplicate groups: a rewrite of a kept page is dropped as `duplicate`.
+    # Needs `embeddings.enabled` in pipeline.yaml.
+    semantic_dedup: bool = False
     heuristics: HeuristicsSelection = HeuristicsSelection()
 
 
@@ -584,6 +596,10 @@ class RecipeConfig(_Strict):
     # FineWeb-2's rehydration: a kept member's occurrences times its duplicate group's weight,
     # by group size (`{1: 1, 2: 2, "3-4": 3, "5-100": 5, "101+": 8}` or a list of buckets).
     rehydration: list[RehydrationBucket] | None = None
+    # Topic domains weighted like sources, inside each source's pool: a document of domain d
+    # counts `domain_weights[d]` times in its pool (0 leaves it out, 2 doubles its
+    # occurrences against the rest; unnamed domains weigh 1). Needs embeddings.enabled.
+    domain_weights: dict[Annotated[int, Field(ge=0)], Annotated[float, Field(ge=0)]] = {}
 
     @field_validator("rehydration", mode="before")
     @classmethod
@@ -855,6 +871,21 @@ def _recipe_pipeline_problems(recipe: RecipeConfig, path: Path,
             str(path), "selection.quality_scorer", f"{recipe.selection.quality_scorer} needs "
             "the neural head, which trains on the embeddings, but embeddings.enabled is false",
             "set embeddings: {enabled: true} in pipeline.yaml, or quality_scorer: fasttext"))
+    if recipe.domain_weights and not pipeline.embeddings.enabled:
+        problems.append(Problem(
+            str(path), "domain_weights", "needs the topic domains, which cluster the "
+            "embeddings, but embeddings.enabled is false",
+            "set embeddings: {enabled: true} in pipeline.yaml, or remove domain_weights"))
+    for domain in sorted(d for d in recipe.domain_weights if d >= pipeline.domains.count):
+        problems.append(Problem(
+            str(path), f"domain_weights.{domain}", f"there are domains 0-"
+            f"{pipeline.domains.count - 1} (domains.count in pipeline.yaml)",
+            "name a domain the topic_model asset lists"))
+    if recipe.selection.semantic_dedup and not pipeline.embeddings.enabled:
+        problems.append(Problem(
+            str(path), "selection.semantic_dedup", "needs the semantic_dedup groups, which "
+            "compare the embeddings, but embeddings.enabled is false",
+            "set embeddings: {enabled: true} in pipeline.yaml, or semantic_dedup: false"))
     return problems
 
 

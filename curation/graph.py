@@ -20,12 +20,15 @@ DEDUP_CLUSTERS = "dedup_clusters"
 LINE_DEDUP = "line_dedup"
 SCRUBBED = "scrubbed"
 EMBEDDINGS = "embeddings"
+SEMANTIC_DEDUP = "semantic_dedup"
 QUALITY_SCORES = "quality_scores"
 DECONTAMINATED = "decontaminated"
+DOMAINS = "domains"
 
 # --- pipeline-wide (one partition, `ALL`) ----------------------------------------------------
 CROSS_DEDUP = "cross_dedup"
 QUALITY_CLASSIFIER = "quality_classifier"
+TOPIC_MODEL = "topic_model"
 EVAL_SUITE = "eval_suite"
 TAKEDOWNS = "takedowns"
 CATALOG = "catalog"
@@ -69,15 +72,17 @@ CORRECTNESS_CHECKS = (
     "cross_dedup_contract", "scrubbed_contract", "quality_scores_contract",
     "decontaminated_contract", "mix_contract", "shards_contract",
     "embeddings_cover_documents", "embeddings_norms", "embeddings_contract",
+    "semantic_dedup_kept_members_valid", "semantic_dedup_contract",
+    "topic_model_describes_domains", "domains_cover_documents", "domains_contract",
 )
 
 
 # --- lists -----------------------------------------------------------------------------------
 PIPELINE_ORDER = (
     WARC_FILES, DOCUMENTS, LANGUAGE, HEURISTICS, MINHASH_SIGNATURES, URL_DEDUP, EXACT_DEDUP,
-    DEDUP_CLUSTERS, LINE_DEDUP, SCRUBBED, EMBEDDINGS, CROSS_DEDUP, QUALITY_CLASSIFIER,
-    QUALITY_SCORES, EVAL_SUITE, DECONTAMINATED, TAKEDOWNS, TOKENIZER, MIX, SHARDS, REPORT, CATALOG,
-    PROXY_EVAL,
+    DEDUP_CLUSTERS, LINE_DEDUP, SCRUBBED, EMBEDDINGS, SEMANTIC_DEDUP, CROSS_DEDUP,
+    QUALITY_CLASSIFIER, TOPIC_MODEL, QUALITY_SCORES, DOMAINS, EVAL_SUITE, DECONTAMINATED,
+    TAKEDOWNS, TOKENIZER, MIX, SHARDS, REPORT, CATALOG, PROXY_EVAL,
 )
 """Every asset, in the order the pipeline runs them (ties in the graph broken by this order)."""
 
@@ -94,7 +99,7 @@ each one's `keep` column and drops a document it rejects under a rule of the sta
 web filters)."""
 
 MIX_INPUTS = (DOCUMENTS, LANGUAGE, HEURISTICS, QUALITY_SCORES, DECONTAMINATED, SCRUBBED,
-              *PARTITION_DEDUP, *SELECTION_VERDICTS)
+              *PARTITION_DEDUP, SEMANTIC_DEDUP, DOMAINS, *SELECTION_VERDICTS)
 """The per-partition assets the mix reads (besides `CROSS_DEDUP`): its version covers theirs."""
 
 CURATED_DEDUP = EXACT_DEDUP
@@ -121,14 +126,14 @@ WITHOUT_MANIFEST = frozenset({TAKEDOWNS, CATALOG, REPORT})
 catalog file, the report page)."""
 
 ASSET_MODULES = ("warc_files", "documents", "language", "heuristics", "dedup", "scrubbed",
-                 "embeddings", "quality", "decontamination", "lineage", "dataset", "report",
-                 "proxy")
+                 "embeddings", "semantic_dedup", "quality", "domains", "decontamination",
+                 "lineage", "dataset", "report", "proxy")
 """The asset families: each a module of `corpus_assets/` (the definitions load their assets)
 with its checks in the `checks/` module and its runner in the `curation/stages/` module of the
 same name, where it has one."""
 
 POOLED_STAGES = ("documents", "language", "heuristics", "scrubbed", "embeddings",
-                 "decontamination", "quality", "dedup")
+                 "semantic_dedup", "domains", "decontamination", "quality", "dedup")
 """The `curation.stages` modules whose tasks run in the worker pool."""
 
 WORKER_PRELOAD = tuple(f"curation.stages.{module}" for module in POOLED_STAGES)

@@ -7,7 +7,8 @@ Every step runs in one DuckDB session (`curation.duck`), over tables it holds on
    `candidates`, joining the per-partition annotations (`documents`, `language`,
    `heuristics`, `quality_scores`, `decontaminated`, `scrubbed`) and the document's duplicate
    group: the connected component over every cluster membership (`url_dedup`, `exact_dedup`,
-   `dedup_clusters` within partitions, `cross_dedup` across them; a curated source with
+   `dedup_clusters` within partitions, `cross_dedup` across them, and `semantic_dedup` within
+   each partition when the recipe sets `selection.semantic_dedup`; a curated source with
    `filters: curated` contributes its `exact_dedup` clusters only), from
    `curation.components.connected_components_sql`, or large-star/small-star tasks on a Ray
    cluster, `curation.star_components`); the group id is the component's smallest doc_id.
@@ -61,7 +62,9 @@ Every step runs in one DuckDB session (`curation.duck`), over tables it holds on
    (`recipe.rehydration`, FineWeb-2) gives each web document a weight by its duplicate group's
    size: it is due `epochs x weight` occurrences, whole ones first, its fraction drawn in the
    same hash order stretched by the fraction (`_repeat`); a pool's tokens, and so its epochs
-   and the cap, are then weighted. Token counts are
+   and the cap, are then weighted. A recipe's `domain_weights` multiply a document's weight by
+   its topic domain's (`domains`; unnamed domains weigh 1, weight 0 gives no occurrence), so
+   within each source's budget a domain's share moves as its weight says. Token counts are
    exact: the selected documents' scrubbed text is tokenized with the recipe's tokenizer, EOS
    included, as the shards will (`curation.shards.occurrence_lengths`), so the shares planned
    here are the shares the shards deliver. Without a tokenizer (kernel tests) they are
@@ -103,6 +106,7 @@ from curation.graph import (
     CURATED_DEDUP,
     DECONTAMINATED,
     DOCUMENTS,
+    DOMAINS,
     HEURISTICS,
     LANGUAGE,
     MIX,
@@ -110,6 +114,7 @@ from curation.graph import (
     QUALITY_SCORES,
     SCRUBBED,
     SELECTION_VERDICTS,
+    SEMANTIC_DEDUP,
 )
 from curation.neural_quality import SCORERS
 from curation.partition import Manifest, PartitionLayout
@@ -340,14 +345,16 @@ def load_candidates(con: Connection, store: Store, partitions: Sequence[str],
                     budget: MemoryBudget | None = None,
                     heuristics: HeuristicsSelection | None = None,
                     placement: TaskPlacement | None = None,
-                    quality_scorer: str = "fasttext") -> list[str]:
+                    quality_scorer: str = "fasttext",
+                    semantic_dedup: bool = False) -> list[str]:
     """Table `candidates` (`CANDIDATE_SCHEMA` and `text_part`, the number of the scrubbed part
     holding the document's text) over `partitions`, part by part; `curated_sources` names the
     sources judged by the curated filter policy, `verdicts` the added annotate stages whose
     `keep` the selection applies; `budget` is the session's (None: the current one);
     `heuristics` the recipe's heuristic filter (None: the stored verdict); `placement` where
-    the duplicate groups' components may run as tasks (`group_ids`). Returns the scrubbed
-    parts' keys by number."""
+    the duplicate groups' components may run as tasks (`group_ids`); `semantic_dedup` joins
+    the semantic groups to them (`load_memberships`). Returns the scrubbed parts' keys by
+    number."""
     _load(con, store, "docs", DOCUMENTS, partitions, {
         "doc_id": "VARCHAR", "source": "VARCHAR", "url": "VARCHAR", "snapshot": "VARCHAR",
         "licence": "VARCHAR"})
@@ -392,7 +399,7 @@ def load_candidates(con: Connection, store: Store, partitions: Sequence[str],
     if scalar(con, "SELECT count(*) - count(DISTINCT doc_id) FROM gathered"):
         raise MixInputError("a doc_id occurs in two partitions")
     curated = {SOURCE_PREFIX + name for name in curated_sources}
-    load_memberships(con, store, partitions, curated)
+    load_memberships(con, store, partitions, curated, semantic_dedup)
     group_ids(con, "gathered", "members", "groups", budget, placement)
     # the first failing verdict in order wins
     verdict_drop = ("CASE " + " ".join(f"WHEN NOT verdict{n} THEN {literal(asset)}"
@@ -410,15 +417,17 @@ def load_candidates(con: Connection, store: Store, partitions: Sequence[str],
 
 
 def load_memberships(con: Connection, store: Store, partitions: Sequence[str],
-                      curated: Collection[str]) -> None:
+                     curated: Collection[str], semantic_dedup: bool = False) -> None:
     """Table `members` (`scope`, `cluster_id`, `doc_id`): every cluster membership of each
     within-partition dedup asset and partition (for a `curated` partition, `exact_dedup`
     only: a book or an article is not a duplicate for sharing a URL or most of its
-    shingles), and of cross_dedup (required when more than one partition is read); `scope`
+    shingles; with `semantic_dedup`, `semantic_dedup` too for the other partitions), and of
+    cross_dedup (required when more than one partition is read); `scope`
     (`asset/partition`) keeps the cluster ids of different tables apart."""
     con.execute("CREATE TABLE members (scope VARCHAR, part INTEGER, cluster_id VARCHAR, "
                 "doc_id VARCHAR)")
-    tables = [(asset, partition, True) for partition in partitions for asset in DEDUP_ASSETS
+    assets = (*DEDUP_ASSETS, SEMANTIC_DEDUP) if semantic_dedup else DEDUP_ASSETS
+    tables = [(asset, partition, True) for partition in partitions for asset in assets
               if partition not in curated or asset == CURATED_DEDUP_ASSET]
     tables.append((CROSS_ASSET, CROSS_PARTITION, len(partitions) > 1))
     for asset, partition, required in tables:
@@ -427,6 +436,21 @@ def load_memberships(con: Connection, store: Store, partitions: Sequence[str],
             insert_parts(con, store, "members", f"{asset}/{partition}", manifest.parts, 0,
                           ["doc_id", "cluster_id"],
                           "CAST(cluster_id AS VARCHAR), CAST(doc_id AS VARCHAR)")
+
+
+def load_domain_weights(con: Connection, store: Store, partitions: Sequence[str],
+                        weights: Mapping[int, float]) -> None:
+    """Table `domain_weights` (`doc_id`, `domain_weight`): the recipe's weight of each chosen
+    document whose `domains` row names a weighted domain."""
+    _load(con, store, "domain_rows", DOMAINS, partitions,
+          {"doc_id": "VARCHAR", "domain": "SMALLINT"})
+    con.register("recipe_weights", pa.table({"domain": pa.array(list(weights), pa.int16()),
+                                             "domain_weight": list(weights.values())}))
+    con.execute("CREATE TABLE domain_weights AS SELECT d.doc_id, w.domain_weight "
+                "FROM domain_rows d JOIN recipe_weights w ON w.domain = d.domain "
+                "SEMI JOIN chosen c ON c.doc_id = d.doc_id")
+    con.unregister("recipe_weights")
+    con.execute("DROP TABLE domain_rows")
 
 
 def group_ids(con: Connection, documents: str, members: str, result: str,
@@ -949,19 +973,24 @@ def mix_sql(con: Connection, recipe: RecipeConfig, exact: bool) -> MixRun:
     table `token_counts` (`doc_id`, `tokens`) when `exact`, else bytes over
     `DEFAULT_BYTES_PER_TOKEN`. Leaves tables `selected` (with tokens), `pools` and `counts`
     (`phase` number, `doc_id`, occurrences) in the session."""
-    weight = f"{_rehydration_weight(recipe, 'weight')} AS weight"
+    # rehydration's weight times the document's domain weight (`load_domain_weights`)
+    weight = (f"{_rehydration_weight(recipe, 'weight')} * coalesce(w.domain_weight, 1.0) "
+              "AS weight")
+    con.execute("CREATE TABLE IF NOT EXISTS domain_weights (doc_id VARCHAR, "
+                "domain_weight DOUBLE)")
     if exact:
         con.execute(f"CREATE TABLE selected AS SELECT c.*, t.tokens, {weight} FROM chosen c "
-                    "LEFT JOIN token_counts t ON t.doc_id = c.doc_id")
+                    "LEFT JOIN token_counts t ON t.doc_id = c.doc_id "
+                    "LEFT JOIN domain_weights w ON w.doc_id = c.doc_id")
         missing = scalar(con, "SELECT count(*) FROM selected WHERE tokens IS NULL")
         if missing:
             raise MixInputError(f"token_counts has no count for {missing} selected documents")
     else:
         con.execute(f"""
-            CREATE TABLE selected AS SELECT *, greatest(1, round_even(
-                coalesce(text_bytes, 0) / {DEFAULT_BYTES_PER_TOKEN!r}::DOUBLE, 0))::BIGINT
+            CREATE TABLE selected AS SELECT c.*, greatest(1, round_even(
+                coalesce(c.text_bytes, 0) / {DEFAULT_BYTES_PER_TOKEN!r}::DOUBLE, 0))::BIGINT
                 AS tokens, {weight}
-            FROM chosen""")
+            FROM chosen c LEFT JOIN domain_weights w ON w.doc_id = c.doc_id""")
     con.create_function("phase_key", _phase_keys, ["VARCHAR", "VARCHAR", "VARCHAR"],
                         "UBIGINT", type="arrow")
     phases = _phase_pools(con, recipe)
@@ -1096,9 +1125,12 @@ def run_mix(con: Connection, store: Store, recipe: RecipeConfig, *,
     `budget`, None: the current one)."""
     text_parts = load_candidates(con, store, recipe.partition_keys(), curated_sources,
                                  verdicts, budget, recipe.selection.heuristics, placement,
-                                 recipe.selection.quality_scorer)
+                                 recipe.selection.quality_scorer,
+                                 recipe.selection.semantic_dedup)
     select_sql(con, recipe, curated_sources, code_sources)
     choose_sql(con)
+    if recipe.domain_weights:
+        load_domain_weights(con, store, recipe.partition_keys(), recipe.domain_weights)
     if tokenizer is not None:
         count_tokens_sql(con, store, text_parts, tokenizer)
     return mix_sql(con, recipe, exact=tokenizer is not None)

@@ -80,6 +80,7 @@ from curation.graph import (
     ALL,
     CROSS_DEDUP,
     DOCUMENTS,
+    DOMAINS,
     HEURISTICS,
     LANGUAGE,
     MIX,
@@ -87,6 +88,7 @@ from curation.graph import (
     QUALITY_SCORES,
     SCRUBBED,
     SHARDS,
+    TOPIC_MODEL,
 )
 from curation.loader import served_phases
 from curation.mix import (
@@ -103,7 +105,7 @@ from curation.storage import Store, iter_parquet, read_parquet
 from curation.takedowns import current_takedowns, load_tombstones, match_documents
 
 # 2: duplicate removals per cluster size, the served phase order; 3: heuristics drops per language
-REPORT_VERSION = "report-4"
+REPORT_VERSION = "report-5"  # 5: the topic domains' mix before and after selection
 REPORTS_PREFIX = "reports"
 INGEST = DOCUMENTS
 # (funnel stage, asset whose `decisions` rows with verdict `drop` flag a document)
@@ -180,6 +182,8 @@ _DECISIONS = pa.schema([("doc_id", pa.string()), ("verdict", pa.string()),
 _MIX = pa.schema([("doc_id", pa.string()), ("partition", pa.string()), ("rule", pa.string()),
                   ("tokens", pa.int64()), ("group_size", pa.int64())])
 _CLUSTERS = pa.schema([("doc_id", pa.string()), ("cluster_id", pa.string())])
+_DOMAINS = pa.schema([("doc_id", pa.string()), ("domain", pa.int16())])
+_OCCURRENCES = pa.schema([("doc_id", pa.string()), ("est_tokens", pa.int64())])
 _RATES = pa.schema([("source", pa.string()), ("rate", pa.float64())])
 # Rows of a partition's frame handled at once: the Python side holds one such batch.
 BATCH_ROWS = 1 << 16
@@ -210,6 +214,35 @@ def _scorer_histograms(con: duckdb.DuckDBPyConnection, partitions: int) -> dict[
             for bin_, count in rows:
                 counts.setdefault(scorer, [0] * SCORE_BINS)[bin_] += count
     return counts
+
+
+def _domain_mix(con: duckdb.DuckDBPyConnection, store: Store, partitions: Sequence[str],
+                recipe_name: str) -> list[dict[str, Any]]:
+    """Per topic domain (`domains`, described by `topic_model`'s terms): the documents before
+    selection, those selected, and the tokens the mix's occurrences deliver; empty when the
+    partitions have no domains (embeddings off). One grouped join in the session, which
+    spills."""
+    views = [_view(con, f"p{i}_domains", store, DOMAINS, partition, _DOMAINS, required=False)
+             for i, partition in enumerate(partitions)]
+    _view(con, "occurrences", store, MIX, recipe_name, _OCCURRENCES)
+    rows = con.execute(
+        "WITH assigned AS (" + " UNION ALL ".join(f"SELECT * FROM {v}" for v in views) + "), "
+        "delivered AS (SELECT doc_id, sum(est_tokens) AS tokens FROM occurrences GROUP BY 1) "
+        "SELECT a.domain, count(*), count(*) FILTER (WHERE m.rule = ?), "
+        "coalesce(sum(o.tokens), 0) FROM assigned a JOIN mix m USING (doc_id) "
+        "LEFT JOIN delivered o USING (doc_id) GROUP BY 1 ORDER BY 1", [SELECTED]).fetchall()
+    model = PartitionLayout(store, TOPIC_MODEL, ALL).read_manifest()
+    terms = {} if model is None or not model.parts else dict(
+        zip(*PartitionLayout(store, TOPIC_MODEL, ALL).read_table(["domain", "terms"])
+            .to_pydict().values(), strict=True))
+    before = sum(row[1] for row in rows) or 1
+    after = sum(row[2] for row in rows) or 1
+    tokens = sum(row[3] for row in rows) or 1
+    return [{"domain": domain, "terms": terms.get(domain, []), "documents": documents,
+             "share_before": documents / before, "selected": selected,
+             "share_after": selected / after, "tokens": delivered,
+             "token_share": delivered / tokens}
+            for domain, documents, selected, delivered in rows]
 
 
 def _estimate(size: str) -> str:
@@ -806,6 +839,7 @@ def compute_report(store: Store, recipe: RecipeConfig,
                               "partitions hold a different number of documents: "
                               "re-materialize mix")
         clusters = _clusters(con, store, partitions)
+        domains = _domain_mix(con, store, partitions, recipe.name)
     total = _sum_rows(list(funnels.values()))
     shards = _shards_manifest(store, recipe.name)
     shares = PartitionLayout(store, MIX, recipe.name).read_table(name="shares").to_pylist()
@@ -847,6 +881,7 @@ def compute_report(store: Store, recipe: RecipeConfig,
                                               "scorers": scorers},
         "clusters": clusters,
         "duplicate_removals": figures.duplicate_rows(),
+        "domains": domains,
         "served_phases": _served(shards),
         "mixture": {
             "shares": shares,
@@ -899,6 +934,21 @@ def duplicates_markdown(data: dict[str, Any]) -> str:
     return _md_table(["cluster size", "documents removed", "tokens removed (est.)"],
                      [(r["bucket"], r["documents"], r["tokens"])
                       for r in data["duplicate_removals"]])
+
+
+DOMAIN_HEADERS = ("domain", "top terms", "documents", "share before", "selected",
+                  "share after", "tokens delivered", "token share")
+
+
+def _domain_cells(row: dict[str, Any]) -> list[Any]:
+    return [row["domain"], ", ".join(row["terms"]) or "–", row["documents"],
+            f"{row['share_before']:.1%}", row["selected"], f"{row['share_after']:.1%}",
+            row["tokens"], f"{row['token_share']:.1%}"]
+
+
+def domains_markdown(data: dict[str, Any]) -> str:
+    return _md_table(DOMAIN_HEADERS, [_domain_cells(r) for r in data["domains"]],
+                     [True, False, True, True, True, True, True, True])
 
 
 def served_phases_markdown(data: dict[str, Any]) -> str:
@@ -1221,6 +1271,12 @@ def render_html(data: dict[str, Any], images: dict[str, bytes]) -> str:
             _html_table(["cluster size", "documents removed", "tokens removed (est.)"],
                         [[r["bucket"], r["documents"], r["tokens"]]
                          for r in data["duplicate_removals"]])]
+    if data["domains"]:
+        out += ['<h2 id="domains">Topic domains</h2>',
+                "<p>Every document's topic domain (its nearest topic_model centroid), before "
+                "the recipe's selection and after it; tokens are what the mix's occurrences "
+                "deliver, repeats included.</p>",
+                _html_table(DOMAIN_HEADERS, [_domain_cells(r) for r in data["domains"]], 2)]
     mixture = data["mixture"]
     out += ['<h2 id="mixture">Mixture</h2>', _img(images, "mixture", "mixture"),
             _html_table(["phase", "source", "weight", "target share", "achieved share",

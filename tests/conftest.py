@@ -37,6 +37,19 @@ class SampleRun:
     results: dict  # (job, partition or None) -> ExecuteInProcessResult
 
 
+def one_snapshot_resources(folder: Path) -> dict:
+    """Resources over a pipeline of one snapshot, `CC`, and defaults for everything else (the
+    model plane off), storing under `folder/data`."""
+    from dagster_aws.s3 import S3Resource
+
+    from resources import ComputeResource, PipelineResource, StorageResource
+
+    (folder / "pipeline.yaml").write_text("snapshots: {CC: {warc: {path: warc}}}\n")
+    return {"pipeline": PipelineResource(path=str(folder / "pipeline.yaml")),
+            "storage": StorageResource(root=str(folder / "data"), s3=S3Resource()),
+            "compute": ComputeResource(workers=0)}
+
+
 @pytest.fixture(scope="session")
 def sample_run(tmp_path_factory: pytest.TempPathFactory):
     """The README's main job on the built-in sample: generated, registered and materialized

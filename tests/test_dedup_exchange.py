@@ -35,7 +35,7 @@ from curation.stages.dedup import (
     ClusterWork,
     _decide,
     _part_facts,
-    _work_area,
+    work_area,
 )
 from curation.storage import LocalStore
 from curation.tasks import TaskOutput
@@ -111,7 +111,7 @@ def _single_session(store: LocalStore, stage: str, partition: str,
                     settings: DedupSettings) -> TaskOutput:
     """The stage as one DuckDB session grouping the whole partition (the oracle)."""
     key = _KEY_COLUMNS.get(stage)
-    with _work_area(store, PartitionLayout(store, stage, partition)) as work:
+    with work_area(store, PartitionLayout(store, stage, partition)) as work:
         files = _part_facts(store, work, [partition], [partition] if key else [], 0)
         with duckdb_session() as con, ResultFiles() as local:
             register_parts(con, "facts", store, files.facts, schema=FACTS_SCHEMA)

@@ -16,7 +16,7 @@ from tests.conftest import REPO
 
 PER_SNAPSHOT = {"warc_files", "documents", "language", "heuristics", "minhash_signatures",
                 "url_dedup", "exact_dedup", "dedup_clusters", "line_dedup", "embeddings",
-                "quality_scores"}
+                "semantic_dedup", "quality_scores", "domains"}
 
 
 def test_definitions_load_with_the_asset_graph() -> None:
@@ -28,6 +28,9 @@ def test_definitions_load_with_the_asset_graph() -> None:
         AssetKey("documents"), AssetKey("language"), AssetKey("quality_classifier"),
         AssetKey("embeddings")}
     assert graph.get(AssetKey("embeddings")).parent_keys == {AssetKey("scrubbed")}
+    assert graph.get(AssetKey("semantic_dedup")).parent_keys == {AssetKey("documents"),
+                                                                  AssetKey("embeddings")}
+    assert AssetKey("semantic_dedup") in graph.get(AssetKey("mix")).parent_keys
     for key in PER_SNAPSHOT:
         assert graph.get(AssetKey(key)).partitions_def.name == SNAPSHOT_PARTITIONS_NAME
     assert graph.get(AssetKey("quality_classifier")).partitions_def is None

@@ -70,18 +70,14 @@ def test_every_scrubbed_document_has_its_vector_through_the_main_job(sample_run)
 
 def test_switched_off_the_stage_leaves_an_empty_partition_saying_why(tmp_path: Path) -> None:
     from dagster import instance_for_test, materialize
-    from dagster_aws.s3 import S3Resource
 
     from checks.embeddings import embeddings_cover_documents, embeddings_norms
     from corpus_assets.embeddings import embeddings
     from curation.stages.embeddings import DISABLED
     from partitions import SNAPSHOT_PARTITIONS_NAME
-    from resources import ComputeResource, PipelineResource, StorageResource
+    from tests.conftest import one_snapshot_resources
 
-    (tmp_path / "pipeline.yaml").write_text("snapshots: {CC: {warc: {path: warc}}}\n")
-    resources = {"pipeline": PipelineResource(path=str(tmp_path / "pipeline.yaml")),
-                 "storage": StorageResource(root=str(tmp_path / "data"), s3=S3Resource()),
-                 "compute": ComputeResource(workers=0)}
+    resources = one_snapshot_resources(tmp_path)
     with instance_for_test(temp_dir=str(tmp_path)) as instance:
         instance.add_dynamic_partitions(SNAPSHOT_PARTITIONS_NAME, ["CC"])
         result = materialize([embeddings, embeddings_cover_documents, embeddings_norms],

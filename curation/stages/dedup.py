@@ -100,6 +100,7 @@ from curation.graph import (
     EXACT_DEDUP,
     LINE_DEDUP,
     MINHASH_SIGNATURES,
+    SEMANTIC_DEDUP,
     URL_DEDUP,
 )
 from curation.minhash import SIGNATURE_COLUMN
@@ -115,7 +116,7 @@ from curation.tasks import PartitionResult, PartitionRun, TaskOutput, hold_locks
 KERNEL_VERSION = "dedup-2"
 URL, EXACT, NEAR, LINES, CROSS = URL_DEDUP, EXACT_DEDUP, DEDUP_CLUSTERS, LINE_DEDUP, CROSS_DEDUP
 REASONS = {URL: "duplicate_url", EXACT: "duplicate_text", NEAR: "near_duplicate",
-           CROSS: "cross_partition_duplicate"}
+           CROSS: "cross_partition_duplicate", SEMANTIC_DEDUP: "semantic_duplicate"}
 OUTPUT_SCHEMA = pa.schema([*CLUSTER_SCHEMA, pa.field("kept_doc_id", pa.string()),
                            pa.field("keep", pa.bool_())])
 
@@ -128,7 +129,7 @@ KEYS_SCHEMA = pa.schema([("doc_id", pa.string()), ("url_hash", pa.uint64()),
 
 
 @contextmanager
-def _work_area(store: Store, layout: PartitionLayout) -> Iterator[str]:
+def work_area(store: Store, layout: PartitionLayout) -> Iterator[str]:
     """A prefix in the store beside `layout` where workers leave per-part files for the
     parent's DuckDB (on S3 too, where Ray workers on other nodes write them); removed after,
     and before, in case a killed run left one."""
@@ -140,7 +141,7 @@ def _work_area(store: Store, layout: PartitionLayout) -> Iterator[str]:
         store.delete_prefix(prefix)
 
 
-def _read_facts(store: Store, partition: str, index: int) -> tuple[pa.Table, pa.Table]:
+def read_facts(store: Store, partition: str, index: int) -> tuple[pa.Table, pa.Table]:
     """One documents part (doc_id, source, snapshot, url, text) and its ranking facts."""
     part = DocumentsInput(store, partition).layout.read_part(
         index, columns=["doc_id", "source", "snapshot", "url", "text"])
@@ -169,7 +170,7 @@ class _PartFacts:
 
     def __call__(self, task: tuple[str, int]) -> tuple[str, str | None]:
         partition, index = task
-        part, facts = _read_facts(self.store, partition, index)
+        part, facts = read_facts(self.store, partition, index)
         name = f"{self.prefix}/{quote(partition, safe='')}-{index:05d}"
         self.store.write_bytes(f"{name}-facts.parquet", parquet_bytes(facts))
         if partition not in self.keyed:
@@ -220,10 +221,11 @@ def _decide(con: duckdb.DuckDBPyConnection, clusters: ClusterStats, stage: str,
     `kept_doc_id` and `keep` (the part), the drop decisions, and statistics; the rows are
     produced by DuckDB and streamed to local files."""
     _rank(con, "clusters", "facts", policy)
-    return _outputs(con, clusters, stage, files, scalar(con, "SELECT count(*) FROM facts"))
+    return decided_outputs(con, clusters, stage, files,
+                           scalar(con, "SELECT count(*) FROM facts"))
 
 
-def _outputs(con: duckdb.DuckDBPyConnection, clusters: ClusterStats, stage: str,
+def decided_outputs(con: duckdb.DuckDBPyConnection, clusters: ClusterStats, stage: str,
              files: ResultFiles, documents: int) -> TaskOutput:
     """The part (the relation `decided`, sorted), the drop decisions and the statistics of a
     partition of `documents` documents."""
@@ -271,7 +273,7 @@ class _PartKeys:
     key: str
 
     def __call__(self, index: int) -> tuple[dict[int, str], int]:
-        part, facts = _read_facts(self.store, self.partition, index)
+        part, facts = read_facts(self.store, self.partition, index)
         keys = _key_hashes(part, self.key)
         rows = facts.append_column("key", keys).filter(pc.is_valid(keys))
         return self.exchange.write(f"{index:05d}", rows.cast(KEY_ROWS_SCHEMA), "key"), len(part)
@@ -474,7 +476,7 @@ class ClusterWork:
 
     def __call__(self, index: int) -> TaskOutput:
         store, partition = self.documents.store, self.documents.partition
-        with _work_area(store, PartitionLayout(store, self.stage, partition)) as work:
+        with work_area(store, PartitionLayout(store, self.stage, partition)) as work:
             if self.stage in _KEY_COLUMNS:
                 return self._exact(work)
             return self._near(work)
@@ -502,7 +504,7 @@ class ClusterWork:
             register_parts(con, "decided", store, [key for key, _ in reduced],
                            schema=OUTPUT_SCHEMA)
             clusters = ClusterStats(clusters=sum(count for _, count in reduced))
-            return _reduced(_outputs(con, clusters, self.stage, local,
+            return _reduced(decided_outputs(con, clusters, self.stage, local,
                                      sum(n for _, n in mapped)), len(reduced))
 
     def _near(self, work: str) -> TaskOutput:
@@ -614,7 +616,7 @@ def run_cross_dedup(store: Store, partitions: list[str], settings: DedupSettings
         added = [p for p in partitions if p not in known]
         local = ResultFiles()
         try:
-            with _work_area(store, layout) as work:
+            with work_area(store, layout) as work:
                 files = _part_facts(store, work, partitions, added, workers)
                 links = sum(_index_partition(index, store, partition, files.keys[partition],
                                              settings.cross_near_duplicates)
