@@ -19,9 +19,9 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import fasttext
 import numpy as np
@@ -92,6 +92,20 @@ class QualityClassifierSettings(BaseModel):
 
 
 @dataclass(frozen=True)
+class HeldOutSplit:
+    """Positions of each class's training and held-out texts in the lists the classifier was
+    given (`class_split`), and the model's P(hq) of the held-out ones: what a model trained
+    beside it (the neural head) is trained and judged on."""
+
+    hq_train: list[int]
+    hq_held: list[int]
+    lq_train: list[int]
+    lq_held: list[int]
+    hq_scores: np.ndarray
+    lq_scores: np.ndarray
+
+
+@dataclass(frozen=True)
 class TrainedClassifier:
     """A trained model and how it did on the held-out texts (hq is the positive class)."""
 
@@ -105,6 +119,12 @@ class TrainedClassifier:
     hq_features: tuple[tuple[str, float], ...]  # (word, weight), strongest first
     lq_features: tuple[tuple[str, float], ...]
     train_seconds: float
+    split: HeldOutSplit
+
+    def summary(self) -> dict[str, Any]:
+        """The figures a manifest records (not the model's path or the split)."""
+        return {key: value for key, value in asdict(self).items()
+                if key not in ("model_path", "split")}
 
     def scorer(self, settings: QualityClassifierSettings) -> QualityScorer:
         return QualityScorer(self.model_path, settings.max_chars_per_doc)
@@ -157,8 +177,11 @@ def class_split(texts: Sequence[str], limit: int, settings: QualityClassifierSet
     A threshold on each text's own hash, rather than an exact count, keeps a text on the same
     side when the set grows, so retraining never leaks held-out texts. Every model of the
     plane trains and is judged on these same documents."""
-    prepared = [prepare_text(text, settings.max_chars_per_doc) for text in texts]
-    return _split_prepared(prepared, limit, settings, label)
+    return _split_prepared(_prepared(texts, settings), limit, settings, label)
+
+
+def _prepared(texts: Sequence[str], settings: QualityClassifierSettings) -> list[str]:
+    return [prepare_text(text, settings.max_chars_per_doc) for text in texts]
 
 
 def _split_prepared(prepared: Sequence[str], limit: int, settings: QualityClassifierSettings,
@@ -176,13 +199,6 @@ def _split_prepared(prepared: Sequence[str], limit: int, settings: QualityClassi
         raise ValueError(f"{label}: {len(train)} training and {len(held_out)} held-out texts; "
                          "both must be non-empty")
     return train, held_out
-
-
-def _class_texts(texts: Sequence[str], limit: int, settings: QualityClassifierSettings,
-                 label: str) -> tuple[list[str], list[str]]:
-    prepared = [prepare_text(text, settings.max_chars_per_doc) for text in texts]
-    train, held_out = _split_prepared(prepared, limit, settings, label)
-    return [prepared[i] for i in train], [prepared[i] for i in held_out]
 
 
 def _write_training_file(path: Path, hq: list[str], lq: list[str], seed: int) -> None:
@@ -286,17 +302,21 @@ def train_classifier(positives: list[str], negatives: list[str],
     `train_seconds` covers the whole call: preparation, training and evaluation.
     """
     started = time.perf_counter()
-    hq_train, hq_held = _class_texts(positives, settings.max_positives, settings, HQ)
-    lq_limit = settings.negative_count(len(hq_train) + len(hq_held))
-    lq_train, lq_held = _class_texts(negatives, lq_limit, settings, LQ)
+    hq_prepared = _prepared(positives, settings)
+    hq_train, hq_held = _split_prepared(hq_prepared, settings.max_positives, settings, HQ)
+    lq_prepared = _prepared(negatives, settings)
+    lq_train, lq_held = _split_prepared(
+        lq_prepared, settings.negative_count(len(hq_train) + len(hq_held)), settings, LQ)
     workdir.mkdir(parents=True, exist_ok=True)
     train_path, model_path = workdir / "train.txt", workdir / "model.bin"
-    _write_training_file(train_path, hq_train, lq_train, settings.seed)
+    _write_training_file(train_path, [hq_prepared[i] for i in hq_train],
+                         [lq_prepared[i] for i in lq_train], settings.seed)
     model = _fit(train_path, settings)
     # The file is a copy of document text: keep none, so takedown purges need not find it.
     train_path.unlink()
     model.save_model(str(model_path))
-    hq_scores, lq_scores = _hq_probabilities(model, hq_held), _hq_probabilities(model, lq_held)
+    hq_scores = _hq_probabilities(model, [hq_prepared[i] for i in hq_held])
+    lq_scores = _hq_probabilities(model, [lq_prepared[i] for i in lq_held])
     precision, recall = _precision_recall(hq_scores, lq_scores)
     hq_features, lq_features = _top_features(model)
     return TrainedClassifier(
@@ -305,7 +325,8 @@ def train_classifier(positives: list[str], negatives: list[str],
         holdout_counts={HQ: len(hq_held), LQ: len(lq_held)},
         precision=precision, recall=recall, roc_auc=roc_auc(hq_scores, lq_scores),
         hq_features=tuple(hq_features), lq_features=tuple(lq_features),
-        train_seconds=time.perf_counter() - started)
+        train_seconds=time.perf_counter() - started,
+        split=HeldOutSplit(hq_train, hq_held, lq_train, lq_held, hq_scores, lq_scores))
 
 
 def _file_sha256(path: Path) -> str:

@@ -202,18 +202,22 @@ def _view(con: duckdb.DuckDBPyConnection, name: str, store: Store, asset: str, p
 
 def _scorer_histograms(con: duckdb.DuckDBPyConnection, partitions: int) -> dict[str, list[int]]:
     """Per scorer with scores (`SCORERS`), the web documents' scores counted in `SCORE_BINS`
-    equal bins over [0, 1], from the partitions' `quality` and `documents` views."""
+    equal bins over [0, 1], from the partitions' `quality` and `documents` views: one join per
+    partition, every scorer's column unpivoted from it (nulls, a scorer not trained, drop
+    out)."""
+    columns = ", ".join(f"CAST(q.{column} AS DOUBLE) AS {scorer}"
+                        for scorer, column in SCORERS.items())
     counts: dict[str, list[int]] = {}
     for index in range(partitions):
-        for scorer, column in SCORERS.items():
-            rows = con.execute(
-                f"SELECT least(CAST(floor(q.{column} * {SCORE_BINS}) AS INTEGER), "
-                f"{SCORE_BINS - 1}), count(*) FROM p{index}_quality q JOIN p{index}_documents d "
-                f"ON d.doc_id = q.doc_id WHERE d.source = {literal(WEB_SOURCE)} "
-                f"AND q.{column} IS NOT NULL GROUP BY 1").fetchall()
-            for bin_, count in rows:
-                counts.setdefault(scorer, [0] * SCORE_BINS)[bin_] += count
-    return counts
+        rows = con.execute(
+            f"SELECT scorer, least(CAST(floor(score * {SCORE_BINS}) AS INTEGER), "
+            f"{SCORE_BINS - 1}), count(*) FROM (UNPIVOT (SELECT {columns} FROM "
+            f"p{index}_quality q JOIN p{index}_documents d ON d.doc_id = q.doc_id "
+            f"WHERE d.source = {literal(WEB_SOURCE)}) ON {', '.join(SCORERS)} "
+            "INTO NAME scorer VALUE score) GROUP BY 1, 2").fetchall()
+        for scorer, bin_, count in rows:
+            counts.setdefault(scorer, [0] * SCORE_BINS)[bin_] += count
+    return {scorer: counts[scorer] for scorer in SCORERS if scorer in counts}
 
 
 def _domain_mix(con: duckdb.DuckDBPyConnection, store: Store, partitions: Sequence[str],

@@ -12,7 +12,7 @@ import pytest
 
 from checks import expectations, rescan
 from checks.decontamination import decontaminated_coverage
-from checks.dedup import _kept_members_valid, edits_valid
+from checks.dedup import edits_valid, kept_members_valid
 from checks.expectations import (
     Expectation,
     TableSuite,
@@ -147,15 +147,15 @@ def test_a_duplicate_naming_a_member_of_another_cluster_in_a_later_part_fails(
 
     write_partition(store, URL_DEDUP, [members.slice(0, 2), members.slice(2)],
                     decisions=decisions("c"))
-    good = _kept_members_valid(store, URL_DEDUP, PARTITION)
+    good = kept_members_valid(store, URL_DEDUP, PARTITION)
     assert good.passed and good.metadata["kept_members"].value == 2
     write_partition(store, URL_DEDUP, [members.slice(0, 2), members.slice(2)],
                     decisions=decisions("z"))
-    missing = _kept_members_valid(store, URL_DEDUP, PARTITION)
+    missing = kept_members_valid(store, URL_DEDUP, PARTITION)
     assert not missing.passed and missing.metadata["kept_not_in_cluster"].value == 1
     write_partition(store, URL_DEDUP, [members.slice(0, 2), members.slice(2)],
                     decisions=decisions("b"))
-    assert _kept_members_valid(store, URL_DEDUP, PARTITION).metadata[
+    assert kept_members_valid(store, URL_DEDUP, PARTITION).metadata[
         "kept_is_a_duplicate"].value == 1
 
 

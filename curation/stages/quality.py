@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,6 @@ from curation.quality import (
     QualityScorer,
     TrainedClassifier,
     TrainingDataError,
-    class_split,
     histogram,
     roc_auc,
     sample_negatives,
@@ -191,7 +190,7 @@ def run_classifier(store: Store, pipeline: PipelineConfig,
         try:
             trained = train_classifier(data.positives, data.negatives, settings, Path(folder))
             if pipeline.embeddings.enabled:
-                neural = train_neural(store, data, settings, trained.scorer(settings))
+                neural = train_neural(store, data, trained)
         except ValueError as error:  # e.g. a class whose split left no held-out text
             raise TrainingDataError(
                 f"{error} (hq: the classifier_positive sources; lq: quality.training_snapshots "
@@ -205,7 +204,7 @@ def run_classifier(store: Store, pipeline: PipelineConfig,
             .data_version for partition in sorted(data.origin)}}
     layout = PartitionLayout(store, CLASSIFIER, GLOBAL_PARTITION)
     layout.prepare(stable_hash(inputs))
-    summary = {key: value for key, value in asdict(trained).items() if key != "model_path"}
+    summary = trained.summary()
     part = layout.write_part(0, pa.Table.from_pylist([{
         "model_sha256": trained.model_sha256, "model_key": model_key(trained.model_sha256),
         "precision": trained.precision, "recall": trained.recall, "roc_auc": trained.roc_auc,
@@ -250,34 +249,32 @@ class NeuralTrained:
                 "holdout_counts": self.holdout_counts, "l2": HEAD_L2}
 
 
-def train_neural(store: Store, data: TrainingData, settings: QualityClassifierSettings,
-                 fasttext: QualityScorer) -> NeuralTrained:
+def train_neural(store: Store, data: TrainingData, trained: TrainedClassifier
+                 ) -> NeuralTrained:
     """The neural head on the stored `embeddings` of the fastText classifier's training
-    documents (`class_split`, so both models see the same ones), judged on its held-out
-    ones. Memory: the vectors of the sampled documents (384 float16 each), read a part at a
-    time."""
-    hq_train, hq_held = class_split(data.positives, settings.max_positives, settings, HQ)
-    lq_train, lq_held = class_split(
-        data.negatives, settings.negative_count(len(hq_train) + len(hq_held)), settings, LQ)
-    wanted = [data.positive_ids[i] for i in hq_train + hq_held] \
-        + [data.negative_ids[i] for i in lq_train + lq_held]
+    documents (its `split`, so both models see the same ones), judged on its held-out ones
+    beside fastText's scores of them. Memory: the vectors of the sampled documents (384
+    float16 each), read a part at a time."""
+    split = trained.split
+    wanted = [data.positive_ids[i] for i in split.hq_train + split.hq_held] \
+        + [data.negative_ids[i] for i in split.lq_train + split.lq_held]
     vectors = _stored_vectors(store, sorted(data.origin), set(wanted))
 
     def matrix(ids: list[str], rows: list[int]) -> np.ndarray:
         return np.stack([vectors[ids[row]] for row in rows])
 
-    head = train_head(matrix(data.positive_ids, hq_train), matrix(data.negative_ids, lq_train))
-    neural_hq = head.score(matrix(data.positive_ids, hq_held))
-    neural_lq = head.score(matrix(data.negative_ids, lq_held))
-    fasttext_hq = fasttext.score([data.positives[i] for i in hq_held])
-    fasttext_lq = fasttext.score([data.negatives[i] for i in lq_held])
+    head = train_head(matrix(data.positive_ids, split.hq_train),
+                      matrix(data.negative_ids, split.lq_train))
+    neural_hq = head.score(matrix(data.positive_ids, split.hq_held))
+    neural_lq = head.score(matrix(data.negative_ids, split.lq_held))
+    fasttext_hq, fasttext_lq = split.hq_scores, split.lq_scores
     fasttext_reference, neural_reference = np.sort(fasttext_lq), np.sort(neural_lq)
     combined_hq = combined_scores(fasttext_hq, neural_hq, fasttext_reference, neural_reference)
     combined_lq = combined_scores(fasttext_lq, neural_lq, fasttext_reference, neural_reference)
     return NeuralTrained(
         head, roc_auc(neural_hq, neural_lq), roc_auc(fasttext_hq, fasttext_lq),
-        roc_auc(combined_hq, combined_lq), {HQ: len(hq_train), LQ: len(lq_train)},
-        {HQ: len(hq_held), LQ: len(lq_held)}, fasttext_reference, neural_reference)
+        roc_auc(combined_hq, combined_lq), {HQ: len(split.hq_train), LQ: len(split.lq_train)},
+        {HQ: len(split.hq_held), LQ: len(split.lq_held)}, fasttext_reference, neural_reference)
 
 
 def _stored_vectors(store: Store, partitions: list[str], doc_ids: set[str]
