@@ -50,7 +50,7 @@ def domains_cover_documents(context: AssetCheckExecutionContext,
                             storage: StorageResource) -> AssetCheckResult:
     partition = context.op_execution_context.partition_key
     return skipped_partition(storage.store, DOMAINS, partition) or covers_documents(
-        storage.store, DOMAINS, partition, "domains")
+        storage.store, DOMAINS, partition, "assigned")
 
 
 domains_contract = contract_check(DOMAINS, DOMAINS_SUITES, snapshot_partitions)
