@@ -37,6 +37,19 @@ class SampleRun:
     results: dict  # (job, partition or None) -> ExecuteInProcessResult
 
 
+SAMPLE_RUN_TIMEOUT = 900
+"""Seconds a test using `sample_run` may take: the first one pays for the whole main job on the
+sample (about 300 s on the 2-core CI machine with the model plane on), the others take
+seconds."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "sample_run" in getattr(item, "fixturenames", ()) \
+                and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(SAMPLE_RUN_TIMEOUT))
+
+
 def one_snapshot_resources(folder: Path) -> dict:
     """Resources over a pipeline of one snapshot, `CC`, and defaults for everything else (the
     model plane off), storing under `folder/data`."""
