@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -123,8 +123,8 @@ class TrainedClassifier:
 
     def summary(self) -> dict[str, Any]:
         """The figures a manifest records (not the model's path or the split)."""
-        return {key: value for key, value in asdict(self).items()
-                if key not in ("model_path", "split")}
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in ("model_path", "split")}
 
     def scorer(self, settings: QualityClassifierSettings) -> QualityScorer:
         return QualityScorer(self.model_path, settings.max_chars_per_doc)

@@ -58,8 +58,7 @@ def test_every_document_gets_a_domain_through_the_main_job(sample_run) -> None:
         pipeline.quality.training_snapshots
     column = table["centroid"].combine_chunks()
     centroids = column.flatten().to_numpy().reshape(len(column), -1)
-    models = sample_run.results[("models", ALL)] if ("models", ALL) in sample_run.results \
-        else next(result for (job, _), result in sample_run.results.items() if job == "models")
+    [models] = [result for (job, _), result in sample_run.results.items() if job == "models"]
     checks = {e.check_name: e.passed for e in models.get_asset_check_evaluations()
               if e.asset_key.path == [TOPIC_MODEL]}
     assert checks == {"topic_model_describes_domains": True}

@@ -33,6 +33,7 @@ from curation.embeddings import DIMENSIONS
 from curation.graph import ALL, DOMAINS, EMBEDDINGS, SCRUBBED, TOPIC_MODEL
 from curation.partition import Manifest, PartitionLayout
 from curation.stages.base import AnnotateStage, Annotation, DocumentsInput, write_skipped
+from curation.stages.embeddings import vector_matrix
 from curation.storage import Store
 from curation.tasks import PartitionResult
 
@@ -49,12 +50,6 @@ SCHEMA = pa.schema([
     pa.field("domain", pa.int16(), nullable=False),
     pa.field("similarity", pa.float32(), nullable=False),
 ])
-
-
-def _matrix(column: pa.ChunkedArray) -> np.ndarray:
-    flat = column.combine_chunks()
-    return flat.flatten().to_numpy(zero_copy_only=False).reshape(len(flat), -1) \
-        .astype(np.float32)
 
 
 def training_snapshots(pipeline: PipelineConfig) -> list[str]:
@@ -85,7 +80,7 @@ def _sample(store: Store, snapshots: list[str], fit_sample: int
             if not text["doc_id"].equals(table["doc_id"]):
                 raise ValueError(f"{EMBEDDINGS}[{snapshot}] part {index} does not line up "
                                  f"with {SCRUBBED}: materialize {EMBEDDINGS} again")
-            vectors.append(_matrix(table["embedding"]))
+            vectors.append(vector_matrix(table["embedding"]))
             texts += [value[:TERM_CHARS] for value in text["text"].to_pylist()]
     return (np.concatenate(vectors) if vectors else np.zeros((0, DIMENSIONS), np.float32),
             texts)
@@ -132,7 +127,7 @@ def _centroids(store: Store, version: str) -> np.ndarray:
     """The stored topic model's centroids, read once per process."""
     if version not in _CENTROIDS:
         table = PartitionLayout(store, TOPIC_MODEL, ALL).read_part(0, columns=["centroid"])
-        _CENTROIDS[version] = _matrix(table["centroid"])
+        _CENTROIDS[version] = vector_matrix(table["centroid"])
     return _CENTROIDS[version]
 
 
@@ -149,7 +144,7 @@ class DomainsWork(AnnotateStage):
         if not stored["doc_id"].equals(table["doc_id"]):
             raise ValueError(f"{EMBEDDINGS}[{self.documents.partition}] part {index} does not "
                              "hold the part's documents in order")
-        domains, similarity = assign_domains(_matrix(stored["embedding"]),
+        domains, similarity = assign_domains(vector_matrix(stored["embedding"]),
                                              _centroids(self.documents.store,
                                                         self.model_version))
         counts = pc.value_counts(pa.array(domains)).to_pylist()

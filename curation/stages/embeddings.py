@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from curation.embeddings import (
@@ -52,6 +53,14 @@ def vectors_array(vectors: Any) -> pa.FixedSizeListArray:
     """A (rows, DIMENSIONS) float16 matrix as the stored column."""
     return pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float16()),
                                              DIMENSIONS)
+
+
+def vector_matrix(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A stored fixed-size vector column (the vectors, or a model's centroids) as a float32
+    matrix of one row per entry."""
+    flat = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    return flat.flatten().to_numpy(zero_copy_only=False).reshape(len(flat), -1) \
+        .astype(np.float32)
 
 
 @dataclass(frozen=True)

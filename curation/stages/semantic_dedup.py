@@ -55,6 +55,7 @@ from curation.semantic_dedup import (
 )
 from curation.stages.base import DocumentsInput, write_skipped
 from curation.stages.dedup import OUTPUT_SCHEMA, decided_outputs, read_facts, work_area
+from curation.stages.embeddings import vector_matrix
 from curation.storage import Store, read_parquet
 from curation.tasks import PartitionResult, PartitionRun, TaskOutput, run_partition
 
@@ -69,13 +70,6 @@ VECTOR_ROWS_SCHEMA = pa.schema([
 ])
 
 
-def _matrix(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """A stored vector column as a (rows, DIMENSIONS) float32 matrix."""
-    flat = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    values = flat.flatten().to_numpy(zero_copy_only=False)
-    return values.reshape(len(flat), DIMENSIONS).astype(np.float32)
-
-
 @dataclass(frozen=True)
 class _SamplePart:
     """Map task: the vectors of one `embeddings` part at the partition's global row stride."""
@@ -88,7 +82,7 @@ class _SamplePart:
         table = self.layout.read_part(index, columns=["embedding"])
         rows = np.arange(table.num_rows)
         picked = rows[(first_row + rows) % self.stride == 0]
-        return _matrix(table["embedding"])[picked]
+        return vector_matrix(table["embedding"])[picked]
 
 
 @dataclass(frozen=True)
@@ -108,7 +102,7 @@ class _AssignPart:
         if not vectors["doc_id"].equals(facts["doc_id"]):
             raise ValueError(f"{EMBEDDINGS}[{self.partition}] part {index} does not line up "
                              f"with {DOCUMENTS}: materialize {EMBEDDINGS} again")
-        centroids = nearest_centroids(_matrix(vectors["embedding"]), self.centroids)
+        centroids = nearest_centroids(vector_matrix(vectors["embedding"]), self.centroids)
         rows = pa.table({"doc_id": vectors["doc_id"], "centroid": centroids,
                          "text_chars": facts["text_chars"],
                          "embedding": vectors["embedding"]}, schema=VECTOR_ROWS_SCHEMA)
@@ -138,7 +132,7 @@ class _GroupBucket:
         pairs = 0
         bounds = np.flatnonzero(np.diff(centroid)) + 1
         for start, end in zip([0, *bounds], [*bounds, table.num_rows], strict=True):
-            groups = cluster_groups(_matrix(vectors.slice(start, end - start)),
+            groups = cluster_groups(vector_matrix(vectors.slice(start, end - start)),
                                     rank[start:end], self.settings)
             kept[start:end] = start + groups.kept
             pairs += groups.pairs
