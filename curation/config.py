@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -600,6 +601,10 @@ class RecipeConfig(_Strict):
     # counts `domain_weights[d]` times in its pool (0 leaves it out, 2 doubles its
     # occurrences against the rest; unnamed domains weigh 1). Needs embeddings.enabled.
     domain_weights: dict[Annotated[int, Field(ge=0)], Annotated[float, Field(ge=0)]] = {}
+    # Topic domains capped like a share: in each source's pool of each phase, domain d carries
+    # at most `domain_caps[d]` of the pool's tokens (after the weights); the excess goes to
+    # the other domains in proportion to their weights. Needs embeddings.enabled.
+    domain_caps: dict[Annotated[int, Field(ge=0)], Annotated[float, Field(gt=0, le=1)]] = {}
 
     @field_validator("rehydration", mode="before")
     @classmethod
@@ -871,22 +876,30 @@ def _recipe_pipeline_problems(recipe: RecipeConfig, path: Path,
             str(path), "selection.quality_scorer", f"{recipe.selection.quality_scorer} needs "
             "the neural head, which trains on the embeddings, but embeddings.enabled is false",
             "set embeddings: {enabled: true} in pipeline.yaml, or quality_scorer: fasttext"))
-    if recipe.domain_weights and not pipeline.embeddings.enabled:
-        problems.append(Problem(
-            str(path), "domain_weights", "needs the topic domains, which cluster the "
-            "embeddings, but embeddings.enabled is false",
-            "set embeddings: {enabled: true} in pipeline.yaml, or remove domain_weights"))
-    for domain in sorted(d for d in recipe.domain_weights if d >= pipeline.domains.count):
-        problems.append(Problem(
-            str(path), f"domain_weights.{domain}", f"there are domains 0-"
-            f"{pipeline.domains.count - 1} (domains.count in pipeline.yaml)",
-            "name a domain the topic_model asset lists"))
+    for name in ("domain_weights", "domain_caps"):
+        problems += _domain_problems(path, name, getattr(recipe, name), pipeline)
     if recipe.selection.semantic_dedup and not pipeline.embeddings.enabled:
         problems.append(Problem(
             str(path), "selection.semantic_dedup", "needs the semantic_dedup groups, which "
             "compare the embeddings, but embeddings.enabled is false",
             "set embeddings: {enabled: true} in pipeline.yaml, or semantic_dedup: false"))
     return problems
+
+
+def _domain_problems(path: Path, name: str, domains: Mapping[int, float],
+                     pipeline: PipelineConfig) -> list[Problem]:
+    """A recipe's `domain_weights` or `domain_caps`: they need the topic domains, and name
+    domains that `domains.count` has."""
+    if not domains:
+        return []
+    if not pipeline.embeddings.enabled:
+        return [Problem(str(path), name, "needs the topic domains, which cluster the "
+                        "embeddings, but embeddings.enabled is false",
+                        f"set embeddings: {{enabled: true}} in pipeline.yaml, or remove {name}")]
+    return [Problem(str(path), f"{name}.{domain}", f"there are domains 0-"
+                    f"{pipeline.domains.count - 1} (domains.count in pipeline.yaml)",
+                    "name a domain the topic_model asset lists")
+            for domain in sorted(d for d in domains if d >= pipeline.domains.count)]
 
 
 def _fields_needing_scores(recipe: RecipeConfig) -> list[str]:

@@ -64,7 +64,11 @@ Every step runs in one DuckDB session (`curation.duck`), over tables it holds on
    same hash order stretched by the fraction (`_repeat`); a pool's tokens, and so its epochs
    and the cap, are then weighted. A recipe's `domain_weights` multiply a document's weight by
    its topic domain's (`domains`; unnamed domains weigh 1, weight 0 gives no occurrence), so
-   within each source's budget a domain's share moves as its weight says. Token counts are
+   within each source's budget a domain's share moves as its weight says. Its `domain_caps`
+   bound a domain's share of each source's pool in each phase (of the weighted tokens, so of
+   the tokens drawn, up to the fill's sampling): a domain over its cap has its weights scaled
+   down to meet it, the others keep theirs (`domain_cap_factors`), and the pool's note says
+   which domains were capped. Token counts are
    exact: the selected documents' scrubbed text is tokenized with the recipe's tokenizer, EOS
    included, as the shards will (`curation.shards.occurrence_lengths`), so the shares planned
    here are the shares the shards deliver. Without a tokenizer (kernel tests) they are
@@ -438,19 +442,48 @@ def load_memberships(con: Connection, store: Store, partitions: Sequence[str],
                           "CAST(cluster_id AS VARCHAR), CAST(doc_id AS VARCHAR)")
 
 
-def load_domain_weights(con: Connection, store: Store, partitions: Sequence[str],
-                        weights: Mapping[int, float]) -> None:
-    """Table `domain_weights` (`doc_id`, `domain_weight`): the recipe's weight of each chosen
-    document whose `domains` row names a weighted domain."""
+def load_domains(con: Connection, store: Store, partitions: Sequence[str]) -> None:
+    """Table `document_domains` (`doc_id`, `domain`): the topic domain (`domains`) of each
+    chosen document, what a recipe's `domain_weights` and `domain_caps` act on."""
     _load(con, store, "domain_rows", DOMAINS, partitions,
           {"doc_id": "VARCHAR", "domain": "SMALLINT"})
-    con.register("recipe_weights", pa.table({"domain": pa.array(list(weights), pa.int16()),
-                                             "domain_weight": list(weights.values())}))
-    con.execute("CREATE TABLE domain_weights AS SELECT d.doc_id, w.domain_weight "
-                "FROM domain_rows d JOIN recipe_weights w ON w.domain = d.domain "
-                "SEMI JOIN chosen c ON c.doc_id = d.doc_id")
-    con.unregister("recipe_weights")
+    con.execute("CREATE TABLE document_domains AS SELECT d.doc_id, d.domain "
+                "FROM domain_rows d SEMI JOIN chosen c ON c.doc_id = d.doc_id")
     con.execute("DROP TABLE domain_rows")
+
+
+def domain_cap_factors(tokens: Mapping[int | None, float], caps: Mapping[int, float]
+                       ) -> tuple[dict[int, float], bool]:
+    """What to multiply the weights of each domain of a pool by so that no domain passes its
+    cap: `tokens` are the pool's weighted tokens per domain (None: documents without one),
+    `caps` the largest share of the pool each capped domain may carry. Water-filling: a domain
+    over its cap is set to it, which raises the others' shares, until none is over; the
+    domains not capped keep their tokens, so the pool shrinks by what the caps cut. Returns
+    the factors of the capped domains that were over and whether the caps could all hold
+    (when every domain in the pool is capped and the caps sum below 1 they cannot: the capped
+    domains then share the pool in proportion to their caps)."""
+    present = {domain: mass for domain, mass in tokens.items() if mass > 0}
+    fixed: dict[int, float] = {}  # domain -> its share once capped
+    while True:
+        free = sum(mass for domain, mass in present.items() if domain not in fixed)
+        left = 1.0 - sum(fixed.values())
+        over = [domain for domain in present if domain is not None and domain in caps
+                and domain not in fixed
+                and present[domain] / free * left > caps[domain] * (1 + 1e-12)]
+        if not over:
+            break
+        fixed |= {domain: caps[domain] for domain in over}
+        if all(domain in fixed for domain in present):
+            break
+    if not fixed:
+        return {}, True
+    free = sum(mass for domain, mass in present.items() if domain not in fixed)
+    if free > 0:
+        total, shares, held = free / (1.0 - sum(fixed.values())), fixed, True
+    else:
+        scale = sum(fixed.values())
+        total, shares, held = sum(present.values()), {d: c / scale for d, c in fixed.items()}, False
+    return {domain: share * total / present[domain] for domain, share in shares.items()}, held
 
 
 def group_ids(con: Connection, documents: str, members: str, result: str,
@@ -812,11 +845,12 @@ def _fill(con: Connection, source: str, size: int, budget: float) -> tuple[int, 
 
 
 def _phase_pools(con: Connection, recipe: RecipeConfig) -> list[dict[str, _Pool]]:
-    """Table `pools` (`phase` number, `source`, `doc_id`, `tokens`, `weight`): each phase's
-    pool of each source (web: its `quality_top_fraction` per language); their statistics by
-    name, a pool's tokens weighted (rehydration: what its epochs are counted in)."""
+    """Table `pools` (`phase` number, `source`, `doc_id`, `tokens`, `weight`, `domain`): each
+    phase's pool of each source (web: its `quality_top_fraction` per language), the weights
+    lowered where a domain passes its cap (`_cap_domains`); their statistics by name, a pool's
+    tokens weighted (rehydration: what its epochs are counted in)."""
     con.execute("CREATE TABLE pools (phase INTEGER, source VARCHAR, doc_id VARCHAR, "
-                "tokens BIGINT, weight DOUBLE)")
+                "tokens BIGINT, weight DOUBLE, domain SMALLINT)")
     present = {row[0] for row in con.sql("SELECT DISTINCT source FROM selected").fetchall()}
     names = sorted(present | {s for p in recipe.phases for s in p.weights})
     phases = []
@@ -828,8 +862,9 @@ def _phase_pools(con: Connection, recipe: RecipeConfig) -> list[dict[str, _Pool]
                             f"phases.{phase.name}.quality_top_fraction")
             rows = (f"({_top_fraction('selected', web, phase.quality_top_fraction)}) "
                     "WHERE NOT cut")
-        con.execute(f"INSERT INTO pools SELECT {index}, source, doc_id, tokens, weight "
+        con.execute(f"INSERT INTO pools SELECT {index}, source, doc_id, tokens, weight, domain "
                     f"FROM {rows}")
+        notes = _cap_domains(con, index, recipe.domain_caps) if recipe.domain_caps else {}
         stats = {row[0]: row[1:] for row in con.execute(
             f"SELECT source, count(*), round(sum({_exact('tokens * weight')}))::BIGINT, "
             "coalesce(max(tokens) FILTER (WHERE weight > 0), 0) FROM pools WHERE phase = ? "
@@ -839,6 +874,7 @@ def _phase_pools(con: Connection, recipe: RecipeConfig) -> list[dict[str, _Pool]
             documents, tokens, largest = stats.get(name, (0, 0, 0))
             pool = _Pool(int(documents), int(tokens), int(largest),
                          float(phase.weights.get(name, 0.0)))
+            pool.note = notes.get(name)
             if pool.weight > 0 and pool.tokens == 0:
                 pool.ran_out, pool.note = True, "no selected documents"
             pools[name] = pool
@@ -848,6 +884,36 @@ def _phase_pools(con: Connection, recipe: RecipeConfig) -> list[dict[str, _Pool]
                 pool.share = pool.weight / present_weight
         phases.append(pools)
     return phases
+
+
+def _cap_domains(con: Connection, index: int, caps: Mapping[int, float]) -> dict[str, str]:
+    """Lowers, in phase `index`'s pools, the weights of each domain that passes its cap
+    (`domain_cap_factors`, per source); returns a note per source whose pool a cap changed."""
+    tokens: dict[str, dict[int | None, float]] = {}
+    for source, domain, mass in con.execute(
+            f"SELECT source, domain, sum({_exact('tokens * weight')})::DOUBLE FROM pools "
+            "WHERE phase = ? GROUP BY ALL", [index]).fetchall():
+        tokens.setdefault(source, {})[domain] = float(mass or 0)
+    rows, notes = [], {}
+    for source in sorted(tokens):
+        factors, held = domain_cap_factors(tokens[source], caps)
+        if not factors:
+            continue
+        total = sum(tokens[source].values())
+        notes[source] = "domains capped: " + ", ".join(
+            f"{domain} at {caps[domain]:.3g} (had {tokens[source][domain] / total:.3g})"
+            for domain in sorted(factors)) + ("" if held else
+                                              "; every domain capped, caps sum below 1")
+        rows += [{"source": source, "domain": domain, "factor": factor}
+                 for domain, factor in factors.items()]
+    if rows:
+        con.register("_factors", pa.Table.from_pylist(rows, pa.schema(
+            [("source", pa.string()), ("domain", pa.int16()), ("factor", pa.float64())])))
+        con.execute("UPDATE pools SET weight = pools.weight * f.factor FROM _factors f "
+                    "WHERE pools.phase = ? AND f.source = pools.source "
+                    "AND f.domain = pools.domain", [index])
+        con.unregister("_factors")
+    return notes
 
 
 def _plan(recipe: RecipeConfig, phases: list[dict[str, _Pool]]) -> int:
@@ -879,8 +945,9 @@ def _plan(recipe: RecipeConfig, phases: list[dict[str, _Pool]]) -> int:
             pool.planned = pool.needed * scale
             if scale < 1.0:
                 pool.ran_out = True
-                pool.note = (f"capped at max_epochs={recipe.max_epochs:g}: needs {needed:.3g} "
-                             "epochs over all phases")
+                pool.note = "; ".join(filter(None, [
+                    pool.note, f"capped at max_epochs={recipe.max_epochs:g}: needs "
+                    f"{needed:.3g} epochs over all phases"]))
     return total
 
 
@@ -973,15 +1040,14 @@ def mix_sql(con: Connection, recipe: RecipeConfig, exact: bool) -> MixRun:
     table `token_counts` (`doc_id`, `tokens`) when `exact`, else bytes over
     `DEFAULT_BYTES_PER_TOKEN`. Leaves tables `selected` (with tokens), `pools` and `counts`
     (`phase` number, `doc_id`, occurrences) in the session."""
-    # rehydration's weight times the document's domain weight (`load_domain_weights`)
-    weight = (f"{_rehydration_weight(recipe, 'weight')} * coalesce(w.domain_weight, 1.0) "
-              "AS weight")
-    con.execute("CREATE TABLE IF NOT EXISTS domain_weights (doc_id VARCHAR, "
-                "domain_weight DOUBLE)")
+    # rehydration's weight times the document's domain weight (`load_domains`)
+    weight = (f"{_rehydration_weight(recipe, 'weight')} * {_domain_weight(recipe)} AS weight, "
+              "g.domain")
+    con.execute("CREATE TABLE IF NOT EXISTS document_domains (doc_id VARCHAR, domain SMALLINT)")
     if exact:
         con.execute(f"CREATE TABLE selected AS SELECT c.*, t.tokens, {weight} FROM chosen c "
                     "LEFT JOIN token_counts t ON t.doc_id = c.doc_id "
-                    "LEFT JOIN domain_weights w ON w.doc_id = c.doc_id")
+                    "LEFT JOIN document_domains g ON g.doc_id = c.doc_id")
         missing = scalar(con, "SELECT count(*) FROM selected WHERE tokens IS NULL")
         if missing:
             raise MixInputError(f"token_counts has no count for {missing} selected documents")
@@ -990,7 +1056,7 @@ def mix_sql(con: Connection, recipe: RecipeConfig, exact: bool) -> MixRun:
             CREATE TABLE selected AS SELECT c.*, greatest(1, round_even(
                 coalesce(c.text_bytes, 0) / {DEFAULT_BYTES_PER_TOKEN!r}::DOUBLE, 0))::BIGINT
                 AS tokens, {weight}
-            FROM chosen c LEFT JOIN domain_weights w ON w.doc_id = c.doc_id""")
+            FROM chosen c LEFT JOIN document_domains g ON g.doc_id = c.doc_id""")
     con.create_function("phase_key", _phase_keys, ["VARCHAR", "VARCHAR", "VARCHAR"],
                         "UBIGINT", type="arrow")
     phases = _phase_pools(con, recipe)
@@ -1035,6 +1101,14 @@ def mix_sql(con: Connection, recipe: RecipeConfig, exact: bool) -> MixRun:
         scalar(con, "SELECT count(*) FROM decisions"),
         scalar(con, "SELECT count(*) FROM decisions WHERE kept"),
         sum(row["achieved_tokens"] for row in share_rows), _rehydration_shares(con, recipe))
+
+
+def _domain_weight(recipe: RecipeConfig) -> str:
+    """SQL over a row with the document's `g.domain`: the recipe's weight of its domain, 1 for
+    a domain the recipe does not name and a document without one."""
+    cases = " ".join(f"WHEN {domain} THEN {weight!r}::DOUBLE"
+                     for domain, weight in sorted(recipe.domain_weights.items()))
+    return f"CASE g.domain {cases} ELSE 1.0::DOUBLE END" if cases else "1.0::DOUBLE"
 
 
 def _rehydration_weight(recipe: RecipeConfig, column: Literal["weight", "label"]) -> str:
@@ -1129,8 +1203,8 @@ def run_mix(con: Connection, store: Store, recipe: RecipeConfig, *,
                                  recipe.selection.semantic_dedup)
     select_sql(con, recipe, curated_sources, code_sources)
     choose_sql(con)
-    if recipe.domain_weights:
-        load_domain_weights(con, store, recipe.partition_keys(), recipe.domain_weights)
+    if recipe.domain_weights or recipe.domain_caps:
+        load_domains(con, store, recipe.partition_keys())
     if tokenizer is not None:
         count_tokens_sql(con, store, text_parts, tokenizer)
     return mix_sql(con, recipe, exact=tokenizer is not None)

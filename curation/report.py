@@ -105,7 +105,8 @@ from curation.storage import Store, iter_parquet, read_parquet
 from curation.takedowns import current_takedowns, load_tombstones, match_documents
 
 # 2: duplicate removals per cluster size, the served phase order; 3: heuristics drops per language
-REPORT_VERSION = "report-5"  # 5: the topic domains' mix before and after selection
+REPORT_VERSION = "report-6"  # 5: the topic domains' mix before and after selection;
+# 6: the recipe's domain weights and caps
 REPORTS_PREFIX = "reports"
 INGEST = DOCUMENTS
 # (funnel stage, asset whose `decisions` rows with verdict `drop` flag a document)
@@ -184,6 +185,8 @@ _MIX = pa.schema([("doc_id", pa.string()), ("partition", pa.string()), ("rule", 
 _CLUSTERS = pa.schema([("doc_id", pa.string()), ("cluster_id", pa.string())])
 _DOMAINS = pa.schema([("doc_id", pa.string()), ("domain", pa.int16())])
 _OCCURRENCES = pa.schema([("doc_id", pa.string()), ("est_tokens", pa.int64())])
+_DOMAIN_OCCURRENCES = pa.schema([("doc_id", pa.string()), ("phase", pa.string()),
+                                 ("source", pa.string()), ("est_tokens", pa.int64())])
 _RATES = pa.schema([("source", pa.string()), ("rate", pa.float64())])
 # Rows of a partition's frame handled at once: the Python side holds one such batch.
 BATCH_ROWS = 1 << 16
@@ -221,20 +224,30 @@ def _scorer_histograms(con: duckdb.DuckDBPyConnection, partitions: int) -> dict[
 
 
 def _domain_mix(con: duckdb.DuckDBPyConnection, store: Store, partitions: Sequence[str],
-                recipe_name: str) -> list[dict[str, Any]]:
-    """Per topic domain (`domains`, described by `topic_model`'s terms): the documents before
-    selection, those selected, and the tokens the mix's occurrences deliver; empty when the
-    partitions have no domains (embeddings off). One grouped join in the session, which
-    spills."""
+                recipe: RecipeConfig) -> list[dict[str, Any]]:
+    """Per topic domain (`domains`, described by `topic_model`'s terms): the recipe's weight
+    and cap, the documents before selection, those selected, the tokens the mix's occurrences
+    deliver and the domain's largest share of one source's tokens in one phase (what its cap
+    bounds); empty when the partitions have no domains (embeddings off). Grouped joins in the
+    session, which spill."""
     views = [_view(con, f"p{i}_domains", store, DOMAINS, partition, _DOMAINS, required=False)
              for i, partition in enumerate(partitions)]
-    _view(con, "occurrences", store, MIX, recipe_name, _OCCURRENCES)
+    _view(con, "occurrences", store, MIX, recipe.name, _DOMAIN_OCCURRENCES)
+    con.execute("CREATE TEMP TABLE assigned AS "
+                + " UNION ALL ".join(f"SELECT * FROM {v}" for v in views))
     rows = con.execute(
-        "WITH assigned AS (" + " UNION ALL ".join(f"SELECT * FROM {v}" for v in views) + "), "
-        "delivered AS (SELECT doc_id, sum(est_tokens) AS tokens FROM occurrences GROUP BY 1) "
+        "WITH delivered AS (SELECT doc_id, sum(est_tokens) AS tokens FROM occurrences "
+        "GROUP BY 1) "
         "SELECT a.domain, count(*), count(*) FILTER (WHERE m.rule = ?), "
         "coalesce(sum(o.tokens), 0) FROM assigned a JOIN mix m USING (doc_id) "
         "LEFT JOIN delivered o USING (doc_id) GROUP BY 1 ORDER BY 1", [SELECTED]).fetchall()
+    largest = dict(con.execute("""
+        WITH pools AS (SELECT phase, source, a.domain, sum(o.est_tokens) AS tokens
+                       FROM occurrences o LEFT JOIN assigned a USING (doc_id) GROUP BY ALL)
+        SELECT domain, max(tokens / total) FROM (
+            SELECT *, sum(tokens) OVER (PARTITION BY phase, source) AS total FROM pools)
+        WHERE domain IS NOT NULL GROUP BY 1""").fetchall())
+    con.execute("DROP TABLE assigned")
     model = PartitionLayout(store, TOPIC_MODEL, ALL).read_manifest()
     terms = {} if model is None or not model.parts else dict(
         zip(*PartitionLayout(store, TOPIC_MODEL, ALL).read_table(["domain", "terms"])
@@ -242,10 +255,13 @@ def _domain_mix(con: duckdb.DuckDBPyConnection, store: Store, partitions: Sequen
     before = sum(row[1] for row in rows) or 1
     after = sum(row[2] for row in rows) or 1
     tokens = sum(row[3] for row in rows) or 1
-    return [{"domain": domain, "terms": terms.get(domain, []), "documents": documents,
+    return [{"domain": domain, "terms": terms.get(domain, []),
+             "weight": recipe.domain_weights.get(domain, 1.0),
+             "cap": recipe.domain_caps.get(domain), "documents": documents,
              "share_before": documents / before, "selected": selected,
              "share_after": selected / after, "tokens": delivered,
-             "token_share": delivered / tokens}
+             "token_share": delivered / tokens,
+             "largest_source_share": float(largest.get(domain, 0.0))}
             for domain, documents, selected, delivered in rows]
 
 
@@ -843,7 +859,7 @@ def compute_report(store: Store, recipe: RecipeConfig,
                               "partitions hold a different number of documents: "
                               "re-materialize mix")
         clusters = _clusters(con, store, partitions)
-        domains = _domain_mix(con, store, partitions, recipe.name)
+        domains = _domain_mix(con, store, partitions, recipe)
     total = _sum_rows(list(funnels.values()))
     shards = _shards_manifest(store, recipe.name)
     shares = PartitionLayout(store, MIX, recipe.name).read_table(name="shares").to_pylist()
@@ -940,19 +956,22 @@ def duplicates_markdown(data: dict[str, Any]) -> str:
                       for r in data["duplicate_removals"]])
 
 
-DOMAIN_HEADERS = ("domain", "top terms", "documents", "share before", "selected",
-                  "share after", "tokens delivered", "token share")
+DOMAIN_HEADERS = ("domain", "top terms", "weight", "cap", "documents", "share before",
+                  "selected", "share after", "tokens delivered", "token share",
+                  "largest share of a source")
 
 
 def _domain_cells(row: dict[str, Any]) -> list[Any]:
-    return [row["domain"], ", ".join(row["terms"]) or "–", row["documents"],
+    cap = "–" if row["cap"] is None else f"{row['cap']:.1%}"
+    return [row["domain"], ", ".join(row["terms"]) or "–", f"{row['weight']:g}", cap,
+            row["documents"],
             f"{row['share_before']:.1%}", row["selected"], f"{row['share_after']:.1%}",
-            row["tokens"], f"{row['token_share']:.1%}"]
+            row["tokens"], f"{row['token_share']:.1%}", f"{row['largest_source_share']:.1%}"]
 
 
 def domains_markdown(data: dict[str, Any]) -> str:
     return _md_table(DOMAIN_HEADERS, [_domain_cells(r) for r in data["domains"]],
-                     [True, False, True, True, True, True, True, True])
+                     [True, False, *[True] * 9])
 
 
 def served_phases_markdown(data: dict[str, Any]) -> str:
@@ -1279,7 +1298,9 @@ def render_html(data: dict[str, Any], images: dict[str, bytes]) -> str:
         out += ['<h2 id="domains">Topic domains</h2>',
                 "<p>Every document's topic domain (its nearest topic_model centroid), before "
                 "the recipe's selection and after it; tokens are what the mix's occurrences "
-                "deliver, repeats included.</p>",
+                "deliver, repeats included. The recipe's weight multiplies a domain's "
+                "documents in their source's pool; its cap bounds the domain's share of each "
+                "source's tokens per phase.</p>",
                 _html_table(DOMAIN_HEADERS, [_domain_cells(r) for r in data["domains"]], 2)]
     mixture = data["mixture"]
     out += ['<h2 id="mixture">Mixture</h2>', _img(images, "mixture", "mixture"),

@@ -3,9 +3,12 @@ assignment, the assets through the README's main job, and the plane switched off
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 
 from curation.domains import DomainSettings, assign_domains, fit_domains, top_terms
 
@@ -110,20 +113,9 @@ def test_without_embeddings_both_assets_are_empty_and_their_checks_pass(tmp_path
     assert (manifest.rows, manifest.extra) == (0, {"skipped": DISABLED})
 
 
-def _occurrence_tokens(mix, domain_of: dict[str, int]) -> dict[int, int]:
-    tokens: dict[int, int] = {}
-    for doc_id, source, est in zip(mix.occurrences["doc_id"].to_pylist(),
-                                   mix.occurrences["source"].to_pylist(),
-                                   mix.occurrences["est_tokens"].to_pylist(), strict=True):
-        if source == "web":
-            tokens[domain_of[doc_id]] = tokens.get(domain_of[doc_id], 0) + est
-    return tokens
-
-
-def test_a_recipe_weighs_domains_inside_the_web_budget_and_the_report_shows_them(
-        sample_run) -> None:
-    import json
-
+def _sample_mixes(sample_run) -> tuple[Callable[..., Any], dict[str, int]]:
+    """A function mixing the sample's recipe with some fields changed (the mix kernel over the
+    main job's assets), and every document's domain."""
     from curation.config import load_pipeline, load_recipe
     from curation.graph import DOMAINS
     from curation.mix import build_mix
@@ -140,15 +132,36 @@ def test_a_recipe_weighs_domains_inside_the_web_budget_and_the_report_shows_them
         domain_of |= dict(zip(table["doc_id"].to_pylist(), table["domain"].to_pylist(),
                               strict=True))
 
-    def mixed(weights: dict[int, float]):
-        chosen = recipe.model_copy(update={"domain_weights": weights})
+    def mixed(**update: Any) -> Any:
+        chosen = recipe.model_copy(update=update)
         return build_mix(store, chosen, curated_sources=curated_sources(pipeline, chosen),
                          code_sources=code_sources(pipeline, chosen))
 
-    plain = mixed({})
+    return mixed, domain_of
+
+
+def _occurrence_tokens(mix, domain_of: dict[str, int]) -> dict[int, int]:
+    tokens: dict[int, int] = {}
+    for doc_id, source, est in zip(mix.occurrences["doc_id"].to_pylist(),
+                                   mix.occurrences["source"].to_pylist(),
+                                   mix.occurrences["est_tokens"].to_pylist(), strict=True):
+        if source == "web":
+            tokens[domain_of[doc_id]] = tokens.get(domain_of[doc_id], 0) + est
+    return tokens
+
+
+def test_a_recipe_weighs_domains_inside_the_web_budget_and_the_report_shows_them(
+        sample_run) -> None:
+    import json
+
+    from curation.storage import LocalStore
+
+    store = LocalStore(str(sample_run.root))
+    mixed, domain_of = _sample_mixes(sample_run)
+    plain = mixed()
     tokens = _occurrence_tokens(plain, domain_of)
     first, second = sorted(tokens, key=lambda d: (-tokens[d], d))[:2]
-    weighted = mixed({first: 0.0, second: 3.0})
+    weighted = mixed(domain_weights={first: 0.0, second: 3.0})
     moved = _occurrence_tokens(weighted, domain_of)
     assert first not in moved  # weight 0: selected, but no occurrence
     assert moved[second] / sum(moved.values()) > tokens[second] / sum(tokens.values())
@@ -161,11 +174,58 @@ def test_a_recipe_weighs_domains_inside_the_web_budget_and_the_report_shows_them
     assert sum(row["selected"] for row in rows) == report["summary"]["documents_selected"]
     assert all(row["terms"] for row in rows if row["documents"] >= 10)
     assert abs(sum(row["token_share"] for row in rows) - 1) < 1e-9
+    # a domain's share of all tokens averages its shares of each source's: the largest bounds it
+    assert all(row["token_share"] <= row["largest_source_share"] + 1e-9 for row in rows)
+    assert all(row["weight"] == 1.0 and row["cap"] is None for row in rows)
+
+
+def test_cap_factors_fill_the_other_domains_like_water() -> None:
+    from curation.mix import domain_cap_factors
+
+    # one domain over its cap: set to it, the rest keep their tokens
+    factors, held = domain_cap_factors({0: 60.0, 1: 30.0, None: 10.0}, {0: 0.2})
+    assert held and set(factors) == {0}
+    capped = 60.0 * factors[0]
+    assert capped / (capped + 40.0) == pytest.approx(0.2)
+    # capping the first pushes the second over its own cap: both end at their caps
+    tokens = {0: 50.0, 1: 30.0, 2: 20.0}
+    factors, held = domain_cap_factors(tokens, {0: 0.2, 1: 0.3})
+    after = {d: m * factors.get(d, 1.0) for d, m in tokens.items()}
+    total = sum(after.values())
+    assert held and set(factors) == {0, 1}
+    assert after[0] / total == pytest.approx(0.2) and after[1] / total == pytest.approx(0.3)
+    assert after[2] == 20.0
+    # under their caps: nothing changes; caps that cannot all hold share the pool by cap
+    assert domain_cap_factors({0: 10.0, 1: 90.0}, {0: 0.5}) == ({}, True)
+    factors, held = domain_cap_factors({0: 30.0, 1: 70.0}, {0: 0.2, 1: 0.2})
+    assert not held
+    assert 30.0 * factors[0] == pytest.approx(70.0 * factors[1])
+
+
+def test_a_recipe_caps_a_domain_share_of_the_web_tokens(sample_run) -> None:
+    mixed, domain_of = _sample_mixes(sample_run)
+    plain = _occurrence_tokens(mixed(), domain_of)
+    largest = max(plain, key=lambda d: (plain[d], -d))
+    before = plain[largest] / sum(plain.values())
+    cap = round(before / 3, 3)
+    capped = mixed(domain_caps={largest: cap})
+    tokens = _occurrence_tokens(capped, domain_of)
+    # the cap holds up to the fill's sampling (a few of the sample's documents)
+    assert tokens[largest] / sum(tokens.values()) <= cap + 0.01
+    assert tokens[largest] / sum(tokens.values()) > cap - 0.03
+    notes = [row["note"] or "" for row in capped.shares.to_pylist() if row["source"] == "web"]
+    assert any(f"{largest} at {cap:.3g}" in note for note in notes)
+    # the other domains keep their tokens (web was at max_epochs: the dataset shrinks)
+    others = [d for d in plain if d != largest]
+    assert sum(tokens.get(d, 0) for d in others) == pytest.approx(
+        sum(plain[d] for d in others), rel=0.03)
+    # a cap the domain is already under changes nothing
+    same = mixed(domain_caps={largest: min(1.0, before + 0.1)})
+    assert same.occurrences.equals(mixed().occurrences)
 
 
 def test_a_recipe_naming_a_domain_that_is_not_there_fails_naming_the_field(
         tmp_path: Path) -> None:
-    import pytest
     import yaml
 
     from curation.config import ConfigError, load_pipeline, load_recipe
@@ -174,11 +234,18 @@ def test_a_recipe_naming_a_domain_that_is_not_there_fails_naming_the_field(
         "snapshots: {CC: {warc: {path: warc}}}\nembeddings: {enabled: true}\n"
         "domains: {count: 4}\n")
     recipe = {"name": "recipe", "snapshots": ["CC"], "domain_weights": {2: 0.5, 7: 2.0},
+              "domain_caps": {1: 0.1, 9: 0.2},
               "phases": [{"name": "main", "fraction": 1.0, "weights": {"web": 1.0}}],
               "tokenizer": {"train_vocab_size": 4096}, "seq_len": 2048}
     (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe))
-    with pytest.raises(ConfigError, match="domain_weights.7"):
+    with pytest.raises(ConfigError, match="domain_weights.7") as failed:
         load_recipe(tmp_path / "recipe.yaml", load_pipeline(tmp_path / "pipeline.yaml"))
+    assert "domain_caps.9" in str(failed.value) and "domain_caps.1" not in str(failed.value)
     (tmp_path / "off.yaml").write_text("snapshots: {CC: {warc: {path: warc}}}\n")
     with pytest.raises(ConfigError, match="domain_weights"):
         load_recipe(tmp_path / "recipe.yaml", load_pipeline(tmp_path / "off.yaml"))
+    # a cap is a share of a pool
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe | {
+        "domain_weights": {}, "domain_caps": {1: 1.5}}))
+    with pytest.raises(ConfigError, match="domain_caps.1"):
+        load_recipe(tmp_path / "recipe.yaml", load_pipeline(tmp_path / "pipeline.yaml"))
