@@ -33,6 +33,7 @@ from corpus_cli.deployment import (
     storage_root,
     ui_environment,
 )
+from corpus_cli.export import export
 from corpus_cli.lineage import lineage_app, shards_app, takedown_app
 from corpus_cli.runs import RunReport, add_run, print_failures, print_summary, run_line
 from curation.config import ConfigError, dataset_version, load_pipeline, load_recipe
@@ -53,6 +54,7 @@ app.add_typer(config_app, name="config")
 app.add_typer(lineage_app, name="lineage")
 app.add_typer(takedown_app, name="takedown")
 app.add_typer(shards_app, name=SHARDS)
+app.command("export")(export)
 
 PipelineOption = Annotated[Path, typer.Option(help="The deployment's pipeline.yaml")]
 

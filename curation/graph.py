@@ -41,6 +41,7 @@ MIX = "mix"
 SHARDS = "shards"
 REPORT = "report"
 PROXY_EVAL = "proxy_eval"
+EXPORTS = "exports"
 
 # --- checks ----------------------------------------------------------------------------------
 # The checks whose bound is a setting, and the setting: a deployment may make them warnings.
@@ -74,6 +75,7 @@ CORRECTNESS_CHECKS = (
     "embeddings_cover_documents", "embeddings_norms", "embeddings_contract",
     "semantic_dedup_kept_members_valid", "semantic_dedup_contract",
     "topic_model_describes_domains", "domains_cover_documents", "domains_contract",
+    "exports_match_shards",
 )
 
 
@@ -82,7 +84,7 @@ PIPELINE_ORDER = (
     WARC_FILES, DOCUMENTS, LANGUAGE, HEURISTICS, MINHASH_SIGNATURES, URL_DEDUP, EXACT_DEDUP,
     DEDUP_CLUSTERS, LINE_DEDUP, SCRUBBED, EMBEDDINGS, SEMANTIC_DEDUP, CROSS_DEDUP,
     QUALITY_CLASSIFIER, TOPIC_MODEL, QUALITY_SCORES, DOMAINS, EVAL_SUITE, DECONTAMINATED,
-    TAKEDOWNS, TOKENIZER, MIX, SHARDS, REPORT, CATALOG, PROXY_EVAL,
+    TAKEDOWNS, TOKENIZER, MIX, SHARDS, REPORT, CATALOG, PROXY_EVAL, EXPORTS,
 )
 """Every asset, in the order the pipeline runs them (ties in the graph broken by this order)."""
 
@@ -127,7 +129,7 @@ catalog file, the report page)."""
 
 ASSET_MODULES = ("warc_files", "documents", "language", "heuristics", "dedup", "scrubbed",
                  "embeddings", "semantic_dedup", "quality", "domains", "decontamination",
-                 "lineage", "dataset", "report", "proxy")
+                 "lineage", "dataset", "report", "proxy", "export")
 """The asset families: each a module of `corpus_assets/` (the definitions load their assets)
 with its checks in the `checks/` module and its runner in the `curation/stages/` module of the
 same name, where it has one."""

@@ -79,6 +79,7 @@ from curation.duck import duckdb_session, ident, literal, register_parts, scalar
 from curation.graph import (
     ALL,
     CROSS_DEDUP,
+    DECONTAMINATED,
     DOCUMENTS,
     DOMAINS,
     HEURISTICS,
@@ -105,8 +106,8 @@ from curation.storage import Store, iter_parquet, read_parquet
 from curation.takedowns import current_takedowns, load_tombstones, match_documents
 
 # 2: duplicate removals per cluster size, the served phase order; 3: heuristics drops per language
-REPORT_VERSION = "report-6"  # 5: the topic domains' mix before and after selection;
-# 6: the recipe's domain weights and caps
+REPORT_VERSION = "report-7"  # 5: the topic domains' mix before and after selection;
+# 6: the recipe's domain weights and caps; 7: contamination per benchmark
 REPORTS_PREFIX = "reports"
 INGEST = DOCUMENTS
 # (funnel stage, asset whose `decisions` rows with verdict `drop` flag a document)
@@ -154,6 +155,10 @@ def report_key(recipe_name: str) -> str:
     return f"{report_prefix(recipe_name)}/report.html"
 
 
+def report_json_key(recipe_name: str) -> str:
+    return f"{report_prefix(recipe_name)}/report.json"
+
+
 # --- reading ---------------------------------------------------------------------------------
 
 
@@ -184,6 +189,10 @@ _MIX = pa.schema([("doc_id", pa.string()), ("partition", pa.string()), ("rule", 
                   ("tokens", pa.int64()), ("group_size", pa.int64())])
 _CLUSTERS = pa.schema([("doc_id", pa.string()), ("cluster_id", pa.string())])
 _DOMAINS = pa.schema([("doc_id", pa.string()), ("domain", pa.int16())])
+_HITS = pa.schema([("doc_id", pa.string()), ("benchmark", pa.string()),
+                   ("item_id", pa.string())])
+_SITES = pa.schema([("doc_id", pa.string()), ("domain", pa.string())])
+TOP_SITES = 3  # the web domains listed per benchmark in the contamination table
 _OCCURRENCES = pa.schema([("doc_id", pa.string()), ("est_tokens", pa.int64())])
 _DOMAIN_OCCURRENCES = pa.schema([("doc_id", pa.string()), ("phase", pa.string()),
                                  ("source", pa.string()), ("est_tokens", pa.int64())])
@@ -263,6 +272,66 @@ def _domain_mix(con: duckdb.DuckDBPyConnection, store: Store, partitions: Sequen
              "token_share": delivered / tokens,
              "largest_source_share": float(largest.get(domain, 0.0))}
             for domain, documents, selected, delivered in rows]
+
+
+def _contamination(con: duckdb.DuckDBPyConnection, store: Store,
+                   partitions: Sequence[str]) -> list[dict[str, Any]]:
+    """Per benchmark, from the `decontaminated` hits of the recipe's partitions: the items
+    found, the documents holding them, those the mix dropped as contaminated and their tokens,
+    those it kept (when the recipe keeps contaminated documents), and the web domains most
+    involved. Tokens are estimated as the funnel's (`_estimate`, the `p{i}_documents` views
+    and `rates` of the session). Grouped joins in the session, which spill."""
+    hits = [_view(con, f"p{i}_hits", store, DECONTAMINATED, partition, _HITS, "hits",
+                  required=False) for i, partition in enumerate(partitions)]
+    sites = [_view(con, f"p{i}_sites", store, DOCUMENTS, partition, _SITES)
+             for i, partition in enumerate(partitions)]
+    con.execute("CREATE TEMP TABLE benchmark_hits AS SELECT DISTINCT doc_id, benchmark, "
+                "item_id FROM (" + " UNION ALL ".join(f"SELECT * FROM {v}" for v in hits) + ")")
+    rows = con.execute("""
+        SELECT h.benchmark, count(DISTINCT h.item_id), count(DISTINCT h.doc_id),
+               count(DISTINCT h.doc_id) FILTER (WHERE m.rule = 'contaminated'),
+               count(DISTINCT h.doc_id) FILTER (WHERE m.rule = ?)
+        FROM benchmark_hits h JOIN mix m USING (doc_id) GROUP BY 1 ORDER BY 1""",
+                       [SELECTED]).fetchall()
+    texts = " UNION ALL ".join(f"SELECT doc_id, source, strlen(text) AS size FROM p{i}_documents"
+                               for i in range(len(partitions)))
+    removed_tokens = dict(con.execute(f"""
+        SELECT benchmark, sum({_estimate('d.size')}) FROM (SELECT DISTINCT benchmark, doc_id
+        FROM benchmark_hits) h JOIN mix m USING (doc_id) JOIN ({texts}) d USING (doc_id)
+        LEFT JOIN rates r ON r.source = d.source WHERE m.rule = 'contaminated'
+        GROUP BY 1""").fetchall())
+    top: dict[str, list[dict[str, Any]]] = {}
+    for benchmark, site, documents in con.execute(
+            "SELECT benchmark, domain, documents FROM (SELECT h.benchmark, s.domain, "
+            "count(DISTINCT h.doc_id) AS documents, row_number() OVER (PARTITION BY "
+            "h.benchmark ORDER BY count(DISTINCT h.doc_id) DESC, s.domain) AS rank FROM "
+            "benchmark_hits h JOIN (" + " UNION ALL ".join(f"SELECT * FROM {v}" for v in sites)
+            + f") s USING (doc_id) WHERE s.domain IS NOT NULL GROUP BY 1, 2) WHERE rank <= "
+            f"{TOP_SITES} ORDER BY benchmark, rank").fetchall():
+        top.setdefault(benchmark, []).append({"domain": site, "documents": documents})
+    con.execute("DROP TABLE benchmark_hits")
+    return [{"benchmark": benchmark, "items": items, "documents": documents,
+             "documents_removed": removed, "tokens_removed": int(removed_tokens.get(benchmark,
+                                                                                  0)),
+             "documents_kept": kept, "top_domains": top.get(benchmark, [])}
+            for benchmark, items, documents, removed, kept in rows]
+
+
+CONTAMINATION_HEADERS = ("benchmark", "items found", "documents", "documents removed",
+                         "tokens removed (est.)", "kept by the recipe", "top domains")
+
+
+def _contamination_cells(row: dict[str, Any]) -> list[Any]:
+    return [row["benchmark"], row["items"], row["documents"], row["documents_removed"],
+            row["tokens_removed"], row["documents_kept"],
+            ", ".join(f"{site['domain']} ({site['documents']})" for site in row["top_domains"])
+            or "–"]
+
+
+def contamination_markdown(data: dict[str, Any]) -> str:
+    return _md_table(CONTAMINATION_HEADERS,
+                     [_contamination_cells(r) for r in data["contamination"]],
+                     [False, True, True, True, True, True, False])
 
 
 def _estimate(size: str) -> str:
@@ -860,6 +929,7 @@ def compute_report(store: Store, recipe: RecipeConfig,
                               "re-materialize mix")
         clusters = _clusters(con, store, partitions)
         domains = _domain_mix(con, store, partitions, recipe)
+        contamination = _contamination(con, store, partitions)
     total = _sum_rows(list(funnels.values()))
     shards = _shards_manifest(store, recipe.name)
     shares = PartitionLayout(store, MIX, recipe.name).read_table(name="shares").to_pylist()
@@ -902,6 +972,7 @@ def compute_report(store: Store, recipe: RecipeConfig,
         "clusters": clusters,
         "duplicate_removals": figures.duplicate_rows(),
         "domains": domains,
+        "contamination": contamination,
         "served_phases": _served(shards),
         "mixture": {
             "shares": shares,
@@ -1302,6 +1373,13 @@ def render_html(data: dict[str, Any], images: dict[str, bytes]) -> str:
                 "documents in their source's pool; its cap bounds the domain's share of each "
                 "source's tokens per phase.</p>",
                 _html_table(DOMAIN_HEADERS, [_domain_cells(r) for r in data["domains"]], 2)]
+    if data["contamination"]:
+        out += ['<h2 id="contamination">Contamination</h2>',
+                "<p>Per benchmark, what decontamination found in the recipe's partitions: eval "
+                "items, the documents holding them, those the recipe dropped as contaminated "
+                "and their tokens, those it kept, and the web domains most involved.</p>",
+                _html_table(CONTAMINATION_HEADERS,
+                            [_contamination_cells(r) for r in data["contamination"]], 1)]
     mixture = data["mixture"]
     out += ['<h2 id="mixture">Mixture</h2>', _img(images, "mixture", "mixture"),
             _html_table(["phase", "source", "weight", "target share", "achieved share",
@@ -1407,7 +1485,7 @@ def write_report(store: Store, report: Report) -> dict[str, str]:
     """Stores `reports/{recipe}/report.html`, `report.json` and one PNG per plot; returns the
     keys by name."""
     prefix = report_prefix(report.recipe)
-    keys = {"html": report_key(report.recipe), "json": f"{prefix}/report.json"}
+    keys = {"html": report_key(report.recipe), "json": report_json_key(report.recipe)}
     for name, png in sorted(report.images.items()):
         keys[name] = f"{prefix}/{name}.png"
         store.write_bytes(keys[name], png)

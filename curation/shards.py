@@ -974,7 +974,7 @@ def read_bucket(buckets: Buckets, number: int) -> pa.Table | None:
 def plan_shards(
     con: duckdb.DuckDBPyConnection, occurrences: str, texts: str, keys: Sequence[str],
     settings: ShardSettings, folder: Path, bytes_per_bucket: int | None = None, *,
-    store: Store | None = None, prefix: str = "",
+    store: Store | None = None, prefix: str = "", carry: Sequence[str] = (),
 ) -> ShardPlan:
     """Orders the occurrences and writes them with their text to buckets under `prefix` of
     `store` (default: `folder` itself), where range tasks on any machine read them; `folder`
@@ -983,6 +983,7 @@ def plan_shards(
     `occurrences` names a relation of `con` with `PLAN_COLUMNS` (`est_tokens`: each
     occurrence's tokens in the shards, EOS included, as `occurrence_lengths` counts them) and
     the `keys` columns; `texts` one with the `keys` columns and `text`, a row per document.
+    `carry`: more columns for the bucket rows, each `o.NAME` (a key) or `t.NAME` (of `texts`).
 
     1. Each occurrence's phase index and `shuffle_key`, computed a batch at a time, go to
        `keyed.parquet`.
@@ -1022,7 +1023,7 @@ def plan_shards(
         buckets, copied = _write_buckets(
             con, f"{texts} t JOIN read_parquet({literal(str(ordered))}) o ON {join}",
             store or LocalStore(str(folder)), prefix, per_bucket,
-            max(1, text_bytes // max(1, count)))
+            max(1, text_bytes // max(1, count)), carry)
     finally:
         con.execute("RESET disabled_optimizers")
     if copied != count:
@@ -1047,7 +1048,8 @@ def plan_shards(
 
 
 def _write_buckets(con: duckdb.DuckDBPyConnection, joined: str, store: Store, prefix: str,
-                   per_bucket: int, row_bytes: int) -> tuple[Buckets, int]:
+                   per_bucket: int, row_bytes: int, carry: Sequence[str] = ()
+                   ) -> tuple[Buckets, int]:
     """Writes the rows of `joined` (occurrences `o` with their texts `t`, streamed in the texts'
     order) to objects of their bucket under `prefix`; returns the buckets and the rows written.
 
@@ -1072,9 +1074,10 @@ def _write_buckets(con: duckdb.DuckDBPyConnection, joined: str, store: Store, pr
         files[bucket] += 1
         del sizes[bucket]
 
+    carried = "".join(f", {column}" for column in carry)
     reader = con.sql(
         f"SELECT o.\"offset\", o.est_tokens, o.doc_id, o.occurrence, o.phase, o.source,"
-        f" o.licence, t.text, o.chunk FROM {joined}"
+        f" o.licence, t.text{carried}, o.chunk FROM {joined}"
     ).to_arrow_reader(max(1, per_bucket // 4 // row_bytes))
     written = 0
     for batch in reader:

@@ -22,7 +22,7 @@ def test_help_lists_the_commands() -> None:
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
     for command in ("sample", "snapshots", "config", "backfill", "ui", "report", "lineage",
-                    "takedown", "shards", "benchmark"):
+                    "takedown", "shards", "benchmark", "export"):
         assert command in result.output
     for group, commands in (("lineage", ("url", "token", "asset", "refresh")),
                             ("takedown", ("add", "list", "audit", "purge")),
