@@ -63,12 +63,18 @@ def split_indices(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(train, validation) sequence indices: a sequence is held out when its keyed hash falls
     in the lowest `validation_fraction` of the 64-bit range. Deterministic and disjoint."""
+    indices = np.arange(count, dtype=np.int64)
+    held_out = held_out_mask(indices, seed, validation_fraction)
+    return indices[~held_out], indices[held_out]
+
+
+def held_out_mask(indices: np.ndarray, seed: int, validation_fraction: float) -> np.ndarray:
+    """Whether each sequence of `indices` is in the validation split (`split_indices`' rule,
+    for any range of sequences)."""
     if not 0.0 <= validation_fraction < 1.0:
         raise ValueError(f"validation_fraction {validation_fraction} is not in [0, 1)")
-    indices = np.arange(count, dtype=np.int64)
     threshold = U64(min(int(validation_fraction * 2.0**64), 2**64 - 1))
-    held_out = keyed_hash(indices, "validation", seed) < threshold
-    return indices[~held_out], indices[held_out]
+    return keyed_hash(indices, "validation", seed) < threshold
 
 
 def epoch_order(indices: np.ndarray, seed: int, epoch: int,

@@ -8,7 +8,7 @@
   `StreamingDataset` reads; the `text` column is what llm-foundry's text datasets tokenize.
 - `nanogpt`: the shards' tokens without padding, sequence after sequence, as one flat
   `train.bin` (and `val.bin`: the sequences the loader's validation split holds out for
-  `validation_fraction`, `curation.loader.split_indices`), `uint16` as nanoGPT reads it, or
+  `validation_fraction`, `curation.loader.held_out_mask`), `uint16` as nanoGPT reads it, or
   `uint32` when the vocabulary passes 65,535; `meta.pkl` holds `vocab_size` as nanoGPT's
   `train.py` expects.
 
@@ -53,7 +53,7 @@ from curation.decontamination import ResidualMatcher
 from curation.duck import current_budget, duckdb_session, literal, register_table
 from curation.evals import load_benchmarks
 from curation.graph import DOCUMENTS, EXPORTS, MIX, SCRUBBED, SHARDS
-from curation.loader import split_indices
+from curation.loader import held_out_mask
 from curation.partition import PartitionLayout
 from curation.report import report_json_key
 from curation.shards import SPANS, ShardPlan, ShardSettings, plan_shards, read_bucket
@@ -357,9 +357,6 @@ def _write_nanogpt(store: Store, version: str, shards: dict[str, Any], gone: fro
     with tempfile.TemporaryDirectory(prefix="export-shards-") as download:
         folder = local_shards(store, shards_prefix(version), download)
         total = int(shards["totals"]["sequences"])
-        _, held_out = split_indices(total, int(shards["seed"]), settings.validation_fraction)
-        validation = np.zeros(total, bool)
-        validation[held_out] = True
         dtype = np.uint16 if int(shards["tokenizer"]["vocab_size"]) <= NANOGPT_UINT16_LIMIT \
             else np.uint32
         cut_spans = _cut_spans(folder / SPANS, gone)
@@ -369,7 +366,8 @@ def _write_nanogpt(store: Store, version: str, shards: dict[str, Any], gone: fro
             for number, shard in enumerate(shards["shards"]):
                 kept, sequences = _shard_tokens(folder, number, shard, shards, cut_spans)
                 first = int(shard["first_sequence"])
-                held = validation[first:first + len(sequences)]
+                held = held_out_mask(np.arange(first, first + len(sequences)),
+                                     int(shards["seed"]), settings.validation_fraction)
                 # a 2-D mask selects in row order: the kept tokens sequence after sequence
                 train.write(sequences[~held][kept[~held]].astype(dtype).tobytes())
                 val.write(sequences[held][kept[held]].astype(dtype).tobytes())
