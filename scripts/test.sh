@@ -13,6 +13,8 @@ if ! .venv/bin/python -c "import torch, megatron.core" >/dev/null 2>&1; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check \
     "torch==2.13.0" "megatron-core==0.16.1"
 fi
+# The real MosaicML Streaming in .venv-mds, beside the project, for tests/test_mds.py.
+bash scripts/mds_venv.sh
 # Debian's chromium (the UI is checked in a real browser) and PostgreSQL (the production
 # instance is tested for real), when missing.
 bash scripts/browser.sh
