@@ -126,7 +126,7 @@ def test_nanogpt_files_are_the_shards_tokens_without_padding(sample_run, tmp_pat
 
 
 def test_an_export_is_the_same_bytes_twice(sample_run, tmp_path) -> None:
-    for fmt in ("hf-parquet", "nanogpt"):
+    for fmt in ("hf-parquet", "mds", "nanogpt"):
         first, second = tmp_path / f"{fmt}-1", tmp_path / f"{fmt}-2"
         _export(sample_run.root, sample_run.pipeline_path, fmt, first)
         _export(sample_run.root, sample_run.pipeline_path, fmt, second)
@@ -270,3 +270,29 @@ def test_the_card_describes_the_version_and_opens_the_folder_on_the_hub_layout(
     # the Hub layout: `load_dataset` on the folder reads the card's configs
     train = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "cache"))["train"]
     assert train.num_rows == result.rows
+
+
+def test_mds_is_what_mosaicml_streaming_writes_and_reads_back(sample_run, tmp_path) -> None:
+    import subprocess
+
+    from curation.stages.export import MDS_COLUMNS
+    from tests.conftest import REPO
+    from tests.test_mds import reference_python
+
+    python = reference_python()
+    limit = 1 << 16  # several shards from the sample
+    _export(sample_run.root, sample_run.pipeline_path, "mds", tmp_path / "mds",
+            ExportSettings(mds_size_limit=limit))
+    _export(sample_run.root, sample_run.pipeline_path, "hf-parquet", tmp_path / "hf")
+    rows = [{key: "" if value is None else value for key, value in row.items()}
+            for row in pq.read_table(tmp_path / "hf" / "data").to_pylist()]
+    (tmp_path / "samples.json").write_text(json.dumps(rows))
+    spec = {"columns": MDS_COLUMNS, "cases": [{
+        "samples": str(tmp_path / "samples.json"), "size_limit": limit,
+        "ours": str(tmp_path / "mds" / "mds"), "theirs": str(tmp_path / "theirs")}]}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    subprocess.run([python, str(REPO / "tests" / "mds_reference.py"), str(tmp_path / "spec.json"),
+                    str(tmp_path / "read.json")], check=True, timeout=120, cwd=tmp_path)
+    assert json.loads((tmp_path / "read.json").read_text())["reads"][0] == rows
+    ours = _files(tmp_path / "mds" / "mds")
+    assert len(ours) > 2 and ours == _files(tmp_path / "theirs")
