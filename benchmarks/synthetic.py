@@ -230,12 +230,22 @@ def _pool(seed: int) -> tuple[str, np.ndarray]:
 _POOLS: dict[int, tuple[str, np.ndarray]] = {}
 
 
+def _cached_pool(seed: int) -> tuple[str, np.ndarray]:
+    if seed not in _POOLS:
+        _POOLS[seed] = _pool(seed)
+    return _POOLS[seed]
+
+
+def pool_words(seed: int) -> list[str]:
+    """Every distinct word `texts` can give for `seed`, sorted (a word-level tokenizer's
+    vocabulary)."""
+    return sorted(set(_cached_pool(seed)[0].split()))
+
+
 def texts(documents: np.ndarray, spec: Spec) -> list[str]:
     """Each document's text, a function of its number alone: `text_words` consecutive words
     of the pool from a hashed start."""
-    if spec.seed not in _POOLS:
-        _POOLS[spec.seed] = _pool(spec.seed)
-    text, starts = _POOLS[spec.seed]
+    text, starts = _cached_pool(spec.seed)
     words = np.minimum(text_words(documents, spec), POOL_WORDS // 2)
     first = (mix64(documents, spec.seed + 43) % np.uint64(POOL_WORDS // 2)).astype(np.int64)
     begin, end = starts[first], starts[first + words] - 1
