@@ -480,7 +480,8 @@ def ablation_command(
 
 # Benchmark scripts a user runs (the others are helpers they call, or datatrove's side).
 BENCHMARKS = ("extraction", "filters", "minhash", "clustering", "decontamination", "pii",
-              "tokenization", "catalog", "corpus", "proxy", "mix_fidelity", "gopher_alpha")
+              "tokenization", "catalog", "corpus", "proxy", "mix_fidelity", "gopher_alpha",
+              "loader_throughput")
 
 
 @app.command("benchmark", context_settings={"allow_extra_args": True,
@@ -493,7 +494,7 @@ def benchmark(
     if name is None:
         for script in BENCHMARKS:
             doc = (PROJECT_ROOT / "benchmarks" / f"{script}.py").read_text().split('"""')[1]
-            typer.echo(f"{script:<16}{doc.strip().splitlines()[0]}")
+            typer.echo(f"{script:<18} {doc.strip().splitlines()[0]}")
         return
     if name not in BENCHMARKS:
         typer.secho(f"unknown benchmark {name!r}; one of: {', '.join(BENCHMARKS)}",
