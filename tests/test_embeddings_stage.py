@@ -129,3 +129,14 @@ def test_an_empty_text_still_gets_a_unit_vector() -> None:
         ["", "Some text."])
     assert lengths.tolist() == [2, 5]
     assert np.allclose(np.linalg.norm(vectors.astype(np.float32), axis=1), 1.0, atol=2e-3)
+
+
+def test_a_stored_vector_column_reads_back_as_a_matrix_even_when_empty() -> None:
+    from curation.stages.embeddings import vector_matrix, vectors_array
+
+    vectors = np.random.default_rng(0).standard_normal((3, DIMENSIONS)).astype(np.float16)
+    column = pa.chunked_array([vectors_array(vectors[:2]), vectors_array(vectors[2:])])
+    assert np.array_equal(vector_matrix(column), vectors.astype(np.float32))
+    # a part of an empty input file: no rows, the width still known
+    empty = vector_matrix(vectors_array(np.zeros((0, DIMENSIONS), np.float16)))
+    assert empty.shape == (0, DIMENSIONS) and empty.dtype == np.float32

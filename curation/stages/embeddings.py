@@ -59,8 +59,9 @@ def vector_matrix(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A stored fixed-size vector column (the vectors, or a model's centroids) as a float32
     matrix of one row per entry."""
     flat = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    return flat.flatten().to_numpy(zero_copy_only=False).reshape(len(flat), -1) \
-        .astype(np.float32)
+    # the width from the type: an empty part (a task of an empty input file) has no values
+    return flat.flatten().to_numpy(zero_copy_only=False) \
+        .reshape(len(flat), flat.type.list_size).astype(np.float32)
 
 
 @dataclass(frozen=True)
