@@ -99,7 +99,7 @@ def dataset_card(manifest: Mapping[str, Any], report: Mapping[str, Any] | None,
                [[phase.name, f"{phase.fraction:g}", json.dumps(phase.weights, sort_keys=True),
                  manifest["tokens_by_phase"].get(phase.name, 0)] for phase in recipe.phases])
         + f"\n\nThe loader serves the phases in this order (`shuffle: {manifest['shuffle']}`).\n",
-        *_filters(report, recipe),
+        *_filters(report, recipe, pipeline),
         *_contamination(report, residual),
         "## Personal information\n",
         f"Scrubbed before selection: {', '.join(pipeline.pii.enabled) or 'nothing'} replaced by "
@@ -126,12 +126,35 @@ def dataset_card(manifest: Mapping[str, Any], report: Mapping[str, Any] | None,
     return "\n".join(parts)
 
 
-def _filters(report: Mapping[str, Any] | None, recipe: RecipeConfig) -> list[str]:
-    """The recipe's selection settings and the funnel's removals per stage and reason."""
+FILTER_SECTIONS = ("documents", "language", "heuristics", "dedup", "semantic_dedup",
+                   "decontamination")
+"""The pipeline sections whose settings decide what the filters remove (in the card)."""
+
+
+def _relative(value: Any, base: str) -> Any:
+    """`value` with every path under the deployment folder `base` made relative to it: the
+    card describes the version the same way wherever the deployment sits."""
+    if isinstance(value, dict):
+        return {key: _relative(item, base) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_relative(item, base) for item in value]
+    if isinstance(value, str) and value.startswith(base + "/"):
+        return value[len(base) + 1:]
+    return value
+
+
+def _filters(report: Mapping[str, Any] | None, recipe: RecipeConfig,
+             pipeline: PipelineConfig) -> list[str]:
+    """The recipe's selection settings, the pipeline's filter settings and the funnel's
+    removals per stage and reason."""
+    settings = _relative({name: getattr(pipeline, name).model_dump(mode="json")
+                          for name in FILTER_SECTIONS}, str(pipeline.base_dir.resolve()))
     out = ["## Filters and deduplication\n",
            "Selection settings of the recipe:\n",
            "```yaml\n" + yaml.safe_dump(recipe.selection.model_dump(mode="json"),
-                                        sort_keys=True) + "```\n"]
+                                        sort_keys=True) + "```\n",
+           "<details><summary>The pipeline's settings of every filter</summary>\n\n```yaml\n"
+           + yaml.safe_dump(settings, sort_keys=True) + "```\n</details>\n"]
     if report is None:
         return [*out, "No funnel report was stored for this version.\n"]
     out.append(_table(["stage", "reason", "documents removed", "tokens removed (est.)"],

@@ -267,6 +267,9 @@ def test_the_card_describes_the_version_and_opens_the_folder_on_the_hub_layout(
     # the recipe drops contaminated documents: the export's own re-scan finds none
     assert "decontamination scanner: no eval item found" in body
     assert f"takedown list `{result.taken_down.version}`" in body
+    # every filter's settings, with the deployment's paths relative to it
+    assert "\nheuristics:\n" in body and "\ndedup:\n" in body
+    assert str(sample_run.base.resolve()) not in body
     # the Hub layout: `load_dataset` on the folder reads the card's configs
     train = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "cache"))["train"]
     assert train.num_rows == result.rows
