@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/decontamination.py [--repeats 3] [--per-benchmark 300]
 
-1. Index. Every benchmark of `curation.evals.standard_benchmarks` loaded and indexed with
+1. Index. Every benchmark of `examples/llm_foundry_evals.yaml` loaded and indexed with
    13-grams (items shorter than 13 words kept whole). Build time: median of ``--repeats``
    builds. Memory: the bytes of the index's arrays (`EvalIndex.nbytes`: sorted keys, owners,
    lengths, unique keys and the probe bitmaps) and tracemalloc's peak during one more build
@@ -61,11 +61,12 @@ from curation.decontamination import (  # noqa: E402
     normalise_words,
     scan,
 )
-from curation.evals import EvalItem, load_benchmarks, standard_benchmarks  # noqa: E402
+from curation.evals import EvalItem, load_benchmarks, read_benchmark_list  # noqa: E402
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS = BENCH_DIR / "results" / "decontamination.md"
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+EVALS_EXAMPLE = BENCH_DIR.parent / "examples" / "llm_foundry_evals.yaml"
 TEXTS_5000 = BENCH_DIR / ".work" / "filters" / "texts-5000"
 NGRAM = 13
 MIN_DOCS = 5000
@@ -515,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     pinned = pin_one_core()
     start = time.perf_counter()
-    items = load_benchmarks(standard_benchmarks(args.data_dir / "evals"))
+    items = load_benchmarks(read_benchmark_list(EVALS_EXAMPLE, args.data_dir / "evals"))
     load_s = time.perf_counter() - start
     corpus = Corpus(web_texts(), book_documents(args.data_dir), wiki_articles(args.data_dir))
     index, index_text = index_section(items, args.repeats)

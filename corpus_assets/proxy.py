@@ -22,14 +22,17 @@ from curation.proxy.scoring import run_proxy_eval
 from curation.stages.dataset import load_stored_tokenizer, local_shards, shards_prefix
 from curation.storage import Store
 from partitions import recipe_partitions
-from resources import StorageResource
+from resources import PipelineResource, StorageResource
 
 # Opt-in assets carry this group and stay out of the main job.
 OPT_IN_GROUP = "opt_in"
 
 
 class ProxyEvalConfig(Config):
-    evals_dir: str = Field(description="Folder of the eval sets (the layout of shared/data/evals)")
+    evals_dir: str | None = Field(
+        default=None, description="Folder of an llm-foundry eval export (the layout of "
+        "shared/data/evals) for the built-in benchmarks; those declared with fields in "
+        "pipeline.yaml's decontamination.benchmarks need none")
     heldout: str = Field(description="A text file no recipe trains on (held-out loss)")
     settings: dict = Field(default_factory=dict,
                            description="ProxySettings overrides, e.g. {token_budget: 65536}")
@@ -62,7 +65,7 @@ def ablation(store: Store, baseline: str, candidate: str) -> tuple[str, bool]:
     "scores it (held-out loss, zero-shot multiple choice with bootstrap intervals); opt-in.",
 )
 def proxy_eval(context: AssetExecutionContext, config: ProxyEvalConfig,
-               storage: StorageResource) -> MaterializeResult:
+               storage: StorageResource, pipeline: PipelineResource) -> MaterializeResult:
     name = context.partition_key
     store = storage.store
     base = (ProxySettings.gpu() if config.gpu else ProxySettings()).model_dump()
@@ -74,7 +77,8 @@ def proxy_eval(context: AssetExecutionContext, config: ProxyEvalConfig,
     with tempfile.TemporaryDirectory(prefix="proxy-") as folder:
         shards = local_shards(store, shards_prefix(version), folder)
         report = run_proxy_eval(shards, load_stored_tokenizer(store, name), heldout,
-                                config.evals_dir, settings)
+                                config.evals_dir, settings,
+                                pipeline.load().decontamination.benchmarks)
     store.write_bytes(report_key(name), report.to_json().encode())
     metadata = {"dataset_version": MetadataValue.text(version),
                 "report": MetadataValue.md(render_report(report)),

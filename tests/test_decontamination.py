@@ -30,15 +30,18 @@ from curation.decontamination import (
     word_hashes,
 )
 from curation.evals import (
-    STANDARD_BENCHMARKS,
     EvalBenchmark,
     EvalItem,
     content_hash,
     load_benchmark,
     load_benchmarks,
-    standard_benchmarks,
+    read_benchmark_list,
 )
 from curation.storage import parquet_bytes
+from tests.conftest import REPO
+
+# The example configuration of the llm-foundry export in ../shared/data/evals.
+EVALS_EXAMPLE = REPO / "examples" / "llm_foundry_evals.yaml"
 
 NGRAM = 13
 
@@ -127,8 +130,13 @@ def evals_dir(shared_data: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def items(evals_dir: Path) -> list[EvalItem]:
-    return load_benchmarks(standard_benchmarks(evals_dir))
+def specs(evals_dir: Path) -> dict[str, EvalBenchmark]:
+    return {spec.name: spec for spec in read_benchmark_list(EVALS_EXAMPLE, evals_dir)}
+
+
+@pytest.fixture(scope="session")
+def items(specs: dict[str, EvalBenchmark]) -> list[EvalItem]:
+    return load_benchmarks(list(specs.values()))
 
 
 @pytest.fixture(scope="session")
@@ -215,10 +223,17 @@ def test_text_field_is_required_exactly_for_the_text_layout() -> None:
 # --- loaders ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", [name for name, _, _ in STANDARD_BENCHMARKS])
-def test_every_benchmark_loads_with_its_gold_answer(evals_dir: Path, name: str) -> None:
-    spec = next(s for s in standard_benchmarks(evals_dir) if s.name == name)
-    loaded = load_benchmark(spec)
+def test_the_example_configuration_lists_every_benchmark_of_the_folder(
+    specs: dict[str, EvalBenchmark]
+) -> None:
+    assert list(specs) == list(COUNTS)
+
+
+@pytest.mark.parametrize("name", list(COUNTS))
+def test_every_benchmark_loads_with_its_gold_answer(
+    specs: dict[str, EvalBenchmark], name: str
+) -> None:
+    loaded = load_benchmark(specs[name])
     assert len(loaded) == COUNTS[name]
     assert len({i.item_id for i in loaded}) == len(loaded)
     assert all(i.benchmark == name and len(normalise_words(i.text)) >= 3 for i in loaded)
@@ -266,9 +281,9 @@ def test_folder_glob_and_text_layouts(evals_dir: Path, tmp_path: Path) -> None:
     ],
 )
 def test_a_malformed_record_names_file_line_and_field(
-    evals_dir: Path, tmp_path: Path, name: str, edit, message: str
+    specs: dict[str, EvalBenchmark], tmp_path: Path, name: str, edit, message: str
 ) -> None:
-    spec = next(s for s in standard_benchmarks(evals_dir) if s.name == name)
+    spec = specs[name]
     lines = Path(spec.path).read_text(encoding="utf-8").splitlines()[:3]
     if edit is None:
         lines[1] = lines[1][:-5]

@@ -15,11 +15,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from curation.evals import load_benchmark, standard_benchmarks
+from curation.evals import load_benchmark, read_benchmark_list
 from curation.proxy.compare import ComparisonRule, compare, render_comparison, render_report
 from curation.proxy.evalsets import (
     MultipleChoiceItem,
     benchmark_path,
+    eval_sets,
     load_multiple_choice,
     parse_item,
 )
@@ -34,6 +35,7 @@ from curation.proxy.reports import (
 )
 from curation.proxy.scoring import item_credit
 from tests.conftest import require_shared_data
+from tests.test_decontamination import EVALS_EXAMPLE
 from tests.test_shards import build, occurrences, real_documents, require_module, tokenizer_path
 
 # --- toy tokenizer and models -----------------------------------------------------------------
@@ -121,7 +123,7 @@ def evals_dir() -> Path:
 
 
 def test_every_supported_benchmark_parses_with_the_gold_choice_the_file_names(evals_dir) -> None:
-    specs = {spec.name: spec for spec in standard_benchmarks(evals_dir)}
+    specs = {spec.name: spec for spec in read_benchmark_list(EVALS_EXAMPLE, evals_dir)}
     for name in SUPPORTED_BENCHMARKS:
         items = load_multiple_choice(name, evals_dir)
         lines = [line for line in benchmark_path(name, evals_dir).read_text().splitlines()
@@ -194,8 +196,10 @@ def test_malformed_records_fail_clearly() -> None:
                             "choices": ["A", "C"], "gold": 0})
     with pytest.raises(ValueError, match="no multiple-choice parser"):
         parse_item("gsm8k", {"query": "Q", "choices": ["a", "b"], "gold": 0})
-    with pytest.raises(ValueError, match="no multiple-choice parser"):
-        EvalSettings(benchmarks=("mmlu",))
+    with pytest.raises(ValueError, match="'mmlu' is neither declared in pipeline.yaml"):
+        eval_sets(EvalSettings(benchmarks=("mmlu",)).benchmarks, "/nowhere")
+    with pytest.raises(ValueError, match="name each once"):
+        EvalSettings(benchmarks=("copa", "copa"))
 
 
 # --- scoring -----------------------------------------------------------------------------------

@@ -27,7 +27,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from curation.proxy.evalsets import MultipleChoiceItem, load_multiple_choice
+from curation.evals import EvalBenchmark
+from curation.proxy.evalsets import MultipleChoiceItem, eval_sets
 from curation.proxy.model import deterministic, import_torch, train_proxy
 from curation.proxy.reports import (
     HeldoutLoss,
@@ -238,12 +239,15 @@ def run_proxy_eval(
     shards_dir: str | Path,
     tokenizer: TokenizerLike,
     heldout_texts: Sequence[str],
-    evals_dir: str | Path,
+    evals_dir: str | Path | None,
     settings: ProxySettings | None = None,
+    declared: Sequence[EvalBenchmark] = (),
 ) -> ProxyReport:
     """Trains the proxy on the shards, then measures the held-out loss and every benchmark of
-    `settings.eval`. `tokenizer` must be the one the shards were built with (checked by hash
-    when it has a `sha256`)."""
+    `settings.eval`: a built-in parser's file below `evals_dir` or one of the `declared`
+    benchmarks (pipeline.yaml's) with choices (`evalsets.eval_sets`, which checks them before
+    training). `tokenizer` must be the one the shards were built with (checked by hash when it
+    has a `sha256`)."""
     settings = settings or ProxySettings()
     manifest_path = Path(shards_dir) / "manifest.json"
     manifest_raw = manifest_path.read_bytes()
@@ -255,6 +259,7 @@ def run_proxy_eval(
                          f"({shard_tokenizer[:12]})")
     if int(getattr(tokenizer, "eos_id", manifest["eos_id"])) != manifest["eos_id"]:
         raise ValueError("the tokenizer's EOS id differs from the shards'")
+    eval_loaders = eval_sets(settings.eval.benchmarks, evals_dir, declared)
     started = time.perf_counter()
     trained = train_proxy(shards_dir, settings)
     evaluation = settings.eval
@@ -268,8 +273,7 @@ def run_proxy_eval(
         tasks = [
             score_multiple_choice(
                 trained.model, tokenizer,
-                load_multiple_choice(name, evals_dir, evaluation.max_items,
-                                     evaluation.selection_seed),
+                eval_loaders[name](evaluation.max_items, evaluation.selection_seed),
                 name=name, normalisation=evaluation.normalisation,
                 resamples=evaluation.resamples, confidence=evaluation.confidence,
                 seed=evaluation.bootstrap_seed, batch_size=evaluation.batch_size)
