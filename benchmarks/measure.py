@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -196,6 +197,17 @@ def run_measured(
         log_path=err_path,
         timeline=sampler.timeline,
     )
+
+
+def run_child(script: str | Path, args: Sequence[str], log_prefix: Path, cwd: Path,
+              env: dict[str, str]) -> Measured:
+    """``python SCRIPT --child ARGS...`` measured (`run_measured`); fails with the end of its
+    stderr unless it exited 0 with a ``RESULT`` line."""
+    measured = run_measured([sys.executable, str(script), "--child", *args], log_prefix,
+                            cwd=cwd, env=env)
+    if not measured.ok:
+        raise RuntimeError(f"{list(args[:3])} failed: {measured.log_path.read_text()[-3000:]}")
+    return measured
 
 
 def run_json(command: list[str]) -> dict[str, Any]:

@@ -63,7 +63,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.measure import Measured, run_measured  # noqa: E402
+from benchmarks.measure import Measured, run_child  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "data"
@@ -249,11 +249,7 @@ def child_main(argv: list[str]) -> None:
 
 
 def _run(args: list[str], log: Path, env: dict[str, str]) -> Measured:
-    measured = run_measured([sys.executable, __file__, "--child", *args], log, cwd=REPO,
-                            env=env)
-    if not measured.ok:
-        raise RuntimeError(f"{args[:1]} failed: {measured.log_path.read_text()[-3000:]}")
-    return measured
+    return run_child(__file__, args, log, REPO, env)
 
 
 def _environment(memory_gb: float) -> dict[str, str]:

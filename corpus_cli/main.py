@@ -481,7 +481,7 @@ def ablation_command(
 # Benchmark scripts a user runs (the others are helpers they call, or datatrove's side).
 BENCHMARKS = ("extraction", "filters", "minhash", "clustering", "decontamination", "pii",
               "tokenization", "catalog", "corpus", "proxy", "mix_fidelity", "gopher_alpha",
-              "loader_throughput")
+              "loader_throughput", "export")
 
 
 @app.command("benchmark", context_settings={"allow_extra_args": True,
