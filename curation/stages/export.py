@@ -24,8 +24,9 @@ documents and their copies (`curation.takedowns.expand_takedowns`, what the mix 
 rows, and their spans leave the token stream, every other occurrence in place.
 
 **Memory.** The rows come from the shard plan (`curation.shards.plan_shards`: DuckDB's sort and
-join under the budget, spilling), one bucket of text at a time, plus one output file's rows;
-nanoGPT's stream holds one shard's tokens and one shard's cut spans.
+join under the budget, spilling, in a session closed before the rows are read), one bucket of
+text and one Parquet row group (or one MDS shard) at a time;
+nanoGPT's stream holds a block of `NANOGPT_BLOCK` sequences (memory-mapped) and the cut spans.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from curation.partition import PartitionLayout
 from curation.report import report_json_key
 from curation.shards import SPANS, ShardPlan, ShardSettings, plan_shards, read_bucket
 from curation.stages.dataset import local_shards, shards_prefix
-from curation.storage import Store, parquet_bytes
+from curation.storage import Store, write_parquet_file
 from curation.takedowns import EMPTY_VERSION, current_takedowns, expand_takedowns
 
 EXPORT_CODE_VERSION = "export-1"
@@ -78,6 +79,7 @@ MDS_COLUMNS = {"text": "str", "doc_id": "str", "url": "str", "snapshot": "str",
                "source": "str", "licence": "str", "phase": "str", "occurrence": "int64",
                "token_count": "int64"}
 NANOGPT_UINT16_LIMIT = 1 << 16
+NANOGPT_BLOCK = 4096  # sequences read, masked and written at once
 
 
 class ExportError(RuntimeError):
@@ -243,17 +245,25 @@ def _plan(store: Store, recipe_name: str, recipe: RecipeConfig, gone: frozenset[
     """The mix's occurrences without the taken-down documents, in shard order, bucketed with
     their text, URL and snapshot in a local work folder (removed after)."""
     budget = current_budget()
-    with tempfile.TemporaryDirectory(prefix="export-", dir=budget.spill_directory) as local, \
-            duckdb_session() as con:
-        register_table(con, "mix_rows", PartitionLayout(store, MIX, recipe_name))
-        con.register("_gone", pa.table({"doc_id": pa.array(sorted(gone), pa.string())}))
-        con.execute("CREATE VIEW export_occurrences AS "
-                    "SELECT m.* FROM mix_rows m ANTI JOIN _gone g USING (doc_id)")
-        _register_texts(con, store, [row[0] for row in con.execute(
-            "SELECT DISTINCT partition FROM mix_rows ORDER BY 1").fetchall()])
-        yield plan_shards(con, "export_occurrences", "export_texts", ("partition", "doc_id"),
-                          ShardSettings.from_recipe(recipe), Path(local),
-                          carry=("t.url", "t.snapshot"))
+    with tempfile.TemporaryDirectory(prefix="export-", dir=budget.spill_directory) as local:
+        # the session closes before the rows are read: its buffers do not stay beside them
+        with duckdb_session() as con:
+            plan = _plan_in(con, store, recipe_name, recipe, gone, Path(local))
+        yield plan
+
+
+def _plan_in(con: duckdb.DuckDBPyConnection, store: Store, recipe_name: str,
+             recipe: RecipeConfig, gone: frozenset[str], local: Path) -> ShardPlan:
+    """`_plan`'s work in the session `con`."""
+    register_table(con, "mix_rows", PartitionLayout(store, MIX, recipe_name))
+    con.register("_gone", pa.table({"doc_id": pa.array(sorted(gone), pa.string())}))
+    con.execute("CREATE VIEW export_occurrences AS "
+                "SELECT m.* FROM mix_rows m ANTI JOIN _gone g USING (doc_id)")
+    _register_texts(con, store, [row[0] for row in con.execute(
+        "SELECT DISTINCT partition FROM mix_rows ORDER BY 1").fetchall()])
+    return plan_shards(con, "export_occurrences", "export_texts", ("partition", "doc_id"),
+                       ShardSettings.from_recipe(recipe), local,
+                       carry=("t.url", "t.snapshot"))
 
 
 def _register_texts(con: duckdb.DuckDBPyConnection, store: Store,
@@ -293,35 +303,40 @@ def _file_entry(path: Path, out: Path, rows: int) -> dict[str, Any]:
             "sha256": digest.hexdigest(), "rows": rows}
 
 
-def _chunks(tables: Iterator[pa.Table], size: int) -> Iterator[pa.Table]:
-    """The rows of `tables` re-cut into tables of `size` rows (the last one shorter)."""
-    held = EXPORT_SCHEMA.empty_table()
-    for table in tables:
-        held = pa.concat_tables([held, table])
-        while held.num_rows >= size:
-            yield held.slice(0, size).combine_chunks()
-            held = held.slice(size)
-    if held.num_rows:
-        yield held.combine_chunks()
+def _take(batches: Iterator[pa.RecordBatch], held: list[pa.RecordBatch], count: int
+          ) -> Iterator[pa.RecordBatch]:
+    """The next `count` rows of `batches` (what `held` kept over from the last file first);
+    the rest of the batch that ends them stays in `held`."""
+    while count > 0:
+        batch = held.pop() if held else next(batches, None)
+        if batch is None:
+            return
+        if batch.num_rows > count:
+            held.append(batch.slice(count))
+            batch = batch.slice(0, count)
+        count -= batch.num_rows
+        yield batch
 
 
 def _write_hf(tables: Iterator[pa.Table], count: int, out: Path,
               settings: ExportSettings) -> list[dict[str, Any]]:
     """`data/train-NNNNN-of-NNNNN.parquet`, `rows_per_file` rows each (one empty file when
-    there are no rows, so the split exists)."""
+    there are no rows, so the split exists), each streamed a row group at a time
+    (`write_parquet_file`: `parquet_bytes`' bytes)."""
     total = max(1, math.ceil(count / settings.rows_per_file))
     folder = out / "data"
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.parquet"):
         stale.unlink()
+    batches = (batch for table in tables for batch in table.to_batches())
+    held: list[pa.RecordBatch] = []
     files = []
-    chunks = _chunks(tables, settings.rows_per_file)
     for number in range(total):
-        table = next(chunks, EXPORT_SCHEMA.empty_table())
         path = folder / f"train-{number:05d}-of-{total:05d}.parquet"
-        path.write_bytes(parquet_bytes(table))
-        files.append(_file_entry(path, out, table.num_rows))
-    if next(chunks, None) is not None:
+        rows = write_parquet_file(path, EXPORT_SCHEMA,
+                                  _take(batches, held, settings.rows_per_file))
+        files.append(_file_entry(path, out, rows))
+    if held or next(batches, None) is not None:
         raise ExportError(f"the plan announced {count} occurrences but held more")
     return files
 
@@ -364,14 +379,20 @@ def _write_nanogpt(store: Store, version: str, shards: dict[str, Any], gone: fro
         tokens = 0
         with paths["train"].open("wb") as train, paths["val"].open("wb") as val:
             for number, shard in enumerate(shards["shards"]):
-                kept, sequences = _shard_tokens(folder, number, shard, shards, cut_spans)
-                first = int(shard["first_sequence"])
-                held = held_out_mask(np.arange(first, first + len(sequences)),
-                                     int(shards["seed"]), settings.validation_fraction)
-                # a 2-D mask selects in row order: the kept tokens sequence after sequence
-                train.write(sequences[~held][kept[~held]].astype(dtype).tobytes())
-                val.write(sequences[held][kept[held]].astype(dtype).tobytes())
-                tokens += int(kept.sum())
+                sequences = _shard_sequences(folder, number, shard, shards)
+                padding = np.load(folder / f"shard-{number:05d}.padding.npy")
+                cut = [span[1:4] for span in cut_spans if span[0] == number]
+                for start in range(0, len(sequences), NANOGPT_BLOCK):
+                    block = slice(start, start + NANOGPT_BLOCK)
+                    kept = _kept(padding[block], start, int(shards["seq_len"]), cut)
+                    first = int(shard["first_sequence"]) + start
+                    held = held_out_mask(np.arange(first, first + len(kept)),
+                                         int(shards["seed"]), settings.validation_fraction)
+                    rows = np.asarray(sequences[block])
+                    # a 2-D mask selects in row order: the kept tokens sequence after sequence
+                    train.write(rows[~held][kept[~held]].astype(dtype, copy=False).tobytes())
+                    val.write(rows[held][kept[held]].astype(dtype, copy=False).tobytes())
+                    tokens += int(kept.sum())
     meta = out / "meta.pkl"
     meta.write_bytes(pickle.dumps({"vocab_size": int(shards["tokenizer"]["vocab_size"])},
                                   protocol=4))
@@ -397,19 +418,24 @@ def _cut_spans(spans: Path, gone: frozenset[str]) -> list[tuple[int, int, int, i
     return cut
 
 
-def _shard_tokens(folder: Path, number: int, shard: dict[str, Any], shards: dict[str, Any],
-                  cut_spans: Sequence[tuple[int, int, int, int, str, int]]
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """A shard's sequences and, per token, whether it stays: not padding, not in a cut span."""
+def _shard_sequences(folder: Path, number: int, shard: dict[str, Any],
+                     shards: dict[str, Any]) -> np.ndarray:
+    """A shard's sequences, memory-mapped."""
     seq_len = int(shards["seq_len"])
-    sequences = np.fromfile(folder / f"shard-{number:05d}.bin",
-                            dtype=np.dtype(shards["dtype"]).newbyteorder("<")).reshape(-1, seq_len)
-    padding = np.load(folder / f"shard-{number:05d}.padding.npy")
-    if len(sequences) != int(shard["sequences"]):
-        raise ExportError(f"shard {number} holds {len(sequences)} sequences, its manifest "
-                          f"{shard['sequences']}: run `corpus shards verify`")
+    path = folder / f"shard-{number:05d}.bin"
+    dtype = np.dtype(shards["dtype"]).newbyteorder("<")
+    if path.stat().st_size != int(shard["sequences"]) * seq_len * dtype.itemsize:
+        raise ExportError(f"shard {number} is not {shard['sequences']} sequences of {seq_len} "
+                          "tokens: run `corpus shards verify`")
+    return np.memmap(path, dtype=dtype, mode="r", shape=(int(shard["sequences"]), seq_len))
+
+
+def _kept(padding: np.ndarray, start: int, seq_len: int,
+          cut: Sequence[tuple[int, int, int]]) -> np.ndarray:
+    """Per token of the sequences from `start` on (their `padding`), whether it stays: not
+    padding, not in a `cut` span (sequence, start, end)."""
     kept = np.arange(seq_len)[None, :] < (seq_len - padding.astype(np.int64))[:, None]
-    for cut_shard, sequence, start, end, *_ in cut_spans:
-        if cut_shard == number:
-            kept[sequence, start:end] = False
-    return kept, sequences
+    for sequence, begin, end in cut:
+        if start <= sequence < start + len(kept):
+            kept[sequence - start, begin:end] = False
+    return kept
