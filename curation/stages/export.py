@@ -38,7 +38,7 @@ import pickle
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -150,7 +150,7 @@ def export_dataset(store: Store, recipe_name: str, recipe: RecipeConfig,
     shards = json.loads(store.read_bytes(f"{shards_prefix(version)}/manifest.json"))
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)
-    gone = _taken_down(store, recipe)
+    takedowns, gone = _taken_down(store, recipe)
     residual: dict[str, int] | None = None
     if fmt == "nanogpt":
         rows, tokens, files, cut = _write_nanogpt(store, version, shards, gone, out, settings)
@@ -164,8 +164,7 @@ def export_dataset(store: Store, recipe_name: str, recipe: RecipeConfig,
         cut = (int(shards["totals"]["occurrences"]) - rows,
                int(shards["totals"]["tokens"]) - tokens)
     result = ExportResult(fmt, recipe_name, version, rows, tokens,
-                          TakenDown(current_takedowns(store).version, len(gone), *cut),
-                          files)
+                          TakenDown(takedowns, len(gone), *cut), files)
     report = json.loads(store.read_bytes(report_json_key(recipe_name))) \
         if store.exists(report_json_key(recipe_name)) else None
     if report is not None and report.get("dataset_version") != version:
@@ -173,8 +172,7 @@ def export_dataset(store: Store, recipe_name: str, recipe: RecipeConfig,
     card = out / CARD
     card.write_text(dataset_card(shards, report, recipe, pipeline, result.manifest(), residual),
                     encoding="utf-8")
-    result = ExportResult(fmt, recipe_name, version, rows, tokens, result.taken_down,
-                          [*files, _file_entry(card, out, 0)])
+    result = replace(result, files=[*files, _file_entry(card, out, 0)])
     (out / MANIFEST).write_text(json.dumps(result.manifest(), indent=1, sort_keys=True) + "\n")
     return result
 
@@ -227,13 +225,14 @@ def store_exports(store: Store, recipe_name: str, recipe: RecipeConfig,
     return results
 
 
-def _taken_down(store: Store, recipe: RecipeConfig) -> frozenset[str]:
-    """The documents the current takedown list removes from the recipe's partitions, copies
-    included (what the mix would cut were it rebuilt now)."""
+def _taken_down(store: Store, recipe: RecipeConfig) -> tuple[str, frozenset[str]]:
+    """The current takedown list's version and the documents it removes from the recipe's
+    partitions, copies included (what the mix would cut were it rebuilt now)."""
     takedowns = current_takedowns(store)
     if takedowns.version == EMPTY_VERSION:
-        return frozenset()
-    return frozenset(expand_takedowns(store, takedowns, recipe.partition_keys()))
+        return takedowns.version, frozenset()
+    return takedowns.version, frozenset(expand_takedowns(store, takedowns,
+                                                         recipe.partition_keys()))
 
 
 # --- rows in stream order -----------------------------------------------------------------------
