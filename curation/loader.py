@@ -234,23 +234,33 @@ class ShardDataset:
         """Segment boundaries of sequence `index`, `cu_seqlens`-style: 0, the position after
         each EOS, and the end of the tokens; the padding, if any, is a last segment of its own
         up to `seq_len`."""
-        valid = self.seq_len - self.padding(index)
-        ends = np.flatnonzero(np.asarray(self[index][:valid]) == self.eos_id) + 1
-        bounds = np.unique(np.concatenate([[0], ends, [valid, self.seq_len]]))
-        return bounds.astype(np.int32)
+        return self._boundaries(self[index], self.seq_len - self.padding(index))
 
     def segment_ids(self, index: int) -> np.ndarray:
         """Per position, which document segment it is in (0, 1, ...); -1 on padding. Equal ids
         on query and key positions (with causality) give the block-diagonal mask."""
-        bounds = self.document_boundaries(index)
-        segments = np.repeat(np.arange(len(bounds) - 1, dtype=np.int32), np.diff(bounds))
-        segments[self.padding_mask(index)] = -1
-        return segments
+        return self._segments(self[index], self.seq_len - self.padding(index))
 
     def sample(self, index: int) -> dict[str, np.ndarray]:
-        """Everything a training step needs about sequence `index`, as fixed-size arrays."""
-        return {"input_ids": np.asarray(self[index]).astype(np.int64),
-                "padding_mask": self.padding_mask(index), "segment_ids": self.segment_ids(index)}
+        """Everything a training step needs about sequence `index`, as fixed-size arrays (the
+        sequence's shard looked up once)."""
+        shard, row = self._locate(index)
+        tokens = self._shard_tokens(shard)[row]
+        valid = self.seq_len - int(self._shard_padding(shard)[row])
+        return {"input_ids": np.asarray(tokens).astype(np.int64),
+                "padding_mask": np.arange(self.seq_len) >= valid,
+                "segment_ids": self._segments(tokens, valid)}
+
+    def _boundaries(self, tokens: np.ndarray, valid: int) -> np.ndarray:
+        ends = np.flatnonzero(np.asarray(tokens[:valid]) == self.eos_id) + 1
+        bounds = np.unique(np.concatenate([[0], ends, [valid, self.seq_len]]))
+        return bounds.astype(np.int32)
+
+    def _segments(self, tokens: np.ndarray, valid: int) -> np.ndarray:
+        bounds = self._boundaries(tokens, valid)
+        segments = np.repeat(np.arange(len(bounds) - 1, dtype=np.int32), np.diff(bounds))
+        segments[valid:] = -1
+        return segments
 
 
 class SequenceSampler:

@@ -123,6 +123,10 @@ def test_document_boundaries_follow_the_spans(dataset, built: Path) -> None:
         assert np.all(segments[mask] == -1) and np.all(segments[~mask] >= 0)
         assert int(mask.sum()) == dataset.padding(index)
         assert np.all(np.diff(segments[~mask]) >= 0)
+        sample = dataset.sample(index)  # one lookup of the shard: the same arrays
+        assert np.array_equal(sample["input_ids"], np.asarray(dataset[index], np.int64))
+        assert np.array_equal(sample["padding_mask"], mask)
+        assert np.array_equal(sample["segment_ids"], segments)
     assert any(len(dataset.document_boundaries(i)) > 3 for i in range(len(dataset)))
 
 
