@@ -234,22 +234,27 @@ class ShardDataset:
         """Segment boundaries of sequence `index`, `cu_seqlens`-style: 0, the position after
         each EOS, and the end of the tokens; the padding, if any, is a last segment of its own
         up to `seq_len`."""
-        return self._boundaries(self[index], self.seq_len - self.padding(index))
+        return self._boundaries(*self._row(index))
 
     def segment_ids(self, index: int) -> np.ndarray:
         """Per position, which document segment it is in (0, 1, ...); -1 on padding. Equal ids
         on query and key positions (with causality) give the block-diagonal mask."""
-        return self._segments(self[index], self.seq_len - self.padding(index))
+        return self._segments(*self._row(index))
 
     def sample(self, index: int) -> dict[str, np.ndarray]:
         """Everything a training step needs about sequence `index`, as fixed-size arrays (the
         sequence's shard looked up once)."""
-        shard, row = self._locate(index)
-        tokens = self._shard_tokens(shard)[row]
-        valid = self.seq_len - int(self._shard_padding(shard)[row])
+        tokens, valid = self._row(index)
         return {"input_ids": np.asarray(tokens).astype(np.int64),
                 "padding_mask": np.arange(self.seq_len) >= valid,
                 "segment_ids": self._segments(tokens, valid)}
+
+    def _row(self, index: int) -> tuple[np.ndarray, int]:
+        """Sequence `index`'s tokens (a memory-mapped view) and how many of them are not
+        padding, from one lookup of its shard."""
+        shard, row = self._locate(index)
+        return (self._shard_tokens(shard)[row],
+                self.seq_len - int(self._shard_padding(shard)[row]))
 
     def _boundaries(self, tokens: np.ndarray, valid: int) -> np.ndarray:
         ends = np.flatnonzero(np.asarray(tokens[:valid]) == self.eos_id) + 1

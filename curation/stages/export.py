@@ -150,7 +150,7 @@ def export_dataset(store: Store, recipe_name: str, recipe: RecipeConfig,
     shards = json.loads(store.read_bytes(f"{shards_prefix(version)}/manifest.json"))
     out.mkdir(parents=True, exist_ok=True)
     (out / MANIFEST).unlink(missing_ok=True)
-    takedowns, gone = _taken_down(store, recipe)
+    takedowns_version, gone = _taken_down(store, recipe)
     residual: dict[str, int] | None = None
     if fmt == "nanogpt":
         rows, tokens, files, cut = _write_nanogpt(store, version, shards, gone, out, settings)
@@ -164,7 +164,7 @@ def export_dataset(store: Store, recipe_name: str, recipe: RecipeConfig,
         cut = (int(shards["totals"]["occurrences"]) - rows,
                int(shards["totals"]["tokens"]) - tokens)
     result = ExportResult(fmt, recipe_name, version, rows, tokens,
-                          TakenDown(takedowns, len(gone), *cut), files)
+                          TakenDown(takedowns_version, len(gone), *cut), files)
     report = json.loads(store.read_bytes(report_json_key(recipe_name))) \
         if store.exists(report_json_key(recipe_name)) else None
     if report is not None and report.get("dataset_version") != version:
