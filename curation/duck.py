@@ -94,11 +94,12 @@ def current_budget() -> MemoryBudget:
 
 def use_budget(memory_gb: float | None, spill_directory: str | None = None) -> None:
     """Make `memory_gb` and `spill_directory` the budget of this process and of the workers it
-    starts from now on (None leaves that one as it is)."""
+    starts from now on (None leaves that one as it is); a bad value changes nothing."""
+    if memory_gb is not None:
+        MemoryBudget(memory_gb=memory_gb)  # fails now on a bad value, not in a worker
     for name, value in ((MEMORY_ENV, memory_gb), (SPILL_ENV, spill_directory)):
         if value is not None:
             os.environ[name] = str(value)
-    current_budget()  # fails now on a bad value, not in a worker
 
 
 def default_settings() -> DuckDBSettings:

@@ -130,7 +130,9 @@ def _ray_map(fn: Callable[[T], R], tasks: Sequence[T], workers: int,
 
     if not ray.is_initialized():
         if _RAY_ADDRESS == "local":
-            ray.init(num_cpus=max(workers, 1), include_dashboard=False,
+            # address="local": a Ray of this process's own, even where another Ray runs on
+            # the machine (ray.init without an address would join that one).
+            ray.init(address="local", num_cpus=max(workers, 1), include_dashboard=False,
                      log_to_driver=False)
         else:
             ray.init(address=_RAY_ADDRESS, log_to_driver=False)

@@ -21,4 +21,6 @@ bash scripts/browser.sh
 bash scripts/postgres.sh >/dev/null
 .venv/bin/ruff check .
 .venv/bin/lint-imports
-.venv/bin/python -m pytest -q "$@"
+# Two worker processes: one alone keeps about one of the two cores busy (the suite waits on
+# subprocesses, servers and a browser); tests/conftest.py keeps each group on one worker.
+.venv/bin/python -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder "$@"

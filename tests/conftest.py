@@ -23,6 +23,22 @@ def require_shared_data() -> Path:
     pytest.skip(f"{SHARED_DATA} is not present on this machine")
 
 
+@pytest.fixture(autouse=True)
+def _budget_environment():
+    """Each test starts from the session's memory budget: `use_budget` (every run's compute
+    resource calls it) exports the budget to this process's environment for its workers, and
+    a test's budget must not reach the next test on the same worker."""
+    from curation.duck import MEMORY_ENV, SPILL_ENV
+
+    saved = {name: os.environ.get(name) for name in (MEMORY_ENV, SPILL_ENV)}
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     return require_shared_data()
@@ -43,11 +59,26 @@ sample (about 300 s on the 2-core CI machine with the model plane on), the other
 seconds."""
 
 
+SAMPLE_GROUP = "sample_run"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups for pytest-xdist (`--dist loadgroup --no-loadscope-reorder`, scripts/test.sh):
+    every test of the built-in sample in one group, so the session builds it once; any other
+    test with its module, whose fixtures are then built once. The sample's group goes first,
+    then the groups holding a `slow` test, so no long test starts last on one worker while
+    the other sits idle."""
+    groups = {}
     for item in items:
-        if "sample_run" in getattr(item, "fixturenames", ()) \
-                and item.get_closest_marker("timeout") is None:
+        uses_sample = "sample_run" in getattr(item, "fixturenames", ())
+        if uses_sample and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(SAMPLE_RUN_TIMEOUT))
+        groups[item] = SAMPLE_GROUP if uses_sample else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(groups[item]))
+    slow_groups = {groups[item] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: 0 if groups[item] == SAMPLE_GROUP
+               else 1 if groups[item] in slow_groups else 2)
 
 
 def one_snapshot_resources(folder: Path) -> dict:

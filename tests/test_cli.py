@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -75,6 +76,7 @@ def _stages(output: str) -> list[str]:
     return [line.split()[0] for line in lines if line.strip()]
 
 
+@pytest.mark.slow
 def test_a_rerun_skips_what_is_up_to_date(tmp_path: Path, monkeypatch) -> None:
     from dagster import AssetKey, DagsterInstance
 

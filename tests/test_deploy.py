@@ -184,6 +184,7 @@ documents: {extractor: resiliparse}   # the fastest to import in each Ray worker
     return path
 
 
+@pytest.mark.slow
 def test_run_config_example_runs_on_s3_and_ray(shared_data: Path, s3_endpoint: str,
                                                tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:

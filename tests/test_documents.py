@@ -87,6 +87,7 @@ if __name__ == "__main__":
 PATIENT = DocumentsSettings(timeout_seconds=120)
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_redoes_only_unfinished_tasks(shared_data, tmp_path):
     # Three slow tasks (copies of the 2.5 MB Internet Archive file under distinct names).
     inputs = []

@@ -52,8 +52,10 @@ def test_the_budget_comes_from_use_budget_and_reaches_worker_processes(budget_en
 
 
 def test_a_bad_budget_fails_when_set_not_in_a_worker(budget_env) -> None:
+    use_budget(0.5)
     with pytest.raises(ValueError, match="memory_gb must be positive"):
         use_budget(0)
+    assert current_budget().memory_gb == 0.5  # the bad value is not left for the next step
     assert MemoryBudget(memory_gb=1).duckdb().memory_limit == "704MB"  # 1 GiB - 320 MiB
     assert MemoryBudget(memory_gb=4).duckdb().memory_limit == "3072MB"  # three quarters
     tiny = MemoryBudget(memory_gb=0.01).duckdb()

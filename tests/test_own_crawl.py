@@ -15,6 +15,8 @@ import pytest
 
 from tests.conftest import REPO, require_shared_data
 
+pytestmark = pytest.mark.slow  # the walkthrough: every job through `corpus`, and reruns
+
 CORPUS = [str(Path(sys.executable).parent / "corpus")]
 WALKTHROUGH = "## Your own crawl"
 

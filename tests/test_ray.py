@@ -1,5 +1,5 @@
 """The Ray backend: a partition's tasks on a local Ray cluster (2 CPUs) give the same bytes as
-the local process pool."""
+the local process pool, even with another Ray running on the machine."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import ray
 from dagster import build_init_resource_context
+from ray.cluster_utils import Cluster
 
 from curation import executor
 from curation.config import DocumentsSettings
@@ -21,15 +22,21 @@ def test_ray_and_the_local_pool_write_identical_partitions(shared_data, tmp_path
     inputs = _inputs(shared_data)
     local = run_documents("RAY", inputs, LocalStore(str(tmp_path / "local")), settings,
                           workers=2)
+    # A Ray head already on the machine (`ray start`, another run's) is what a bare
+    # ray.init() joins; `local` must start a Ray of its own beside it.
+    other = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "resources": {"other_cluster": 1}})
     executor.use_ray("local")
     try:
         done = []
         on_ray = run_documents("RAY", inputs, LocalStore(str(tmp_path / "ray")), settings,
                                workers=2, on_task_done=lambda *args: done.append(args))
-        assert ray.is_initialized() and ray.cluster_resources()["CPU"] == 2
+        resources = ray.cluster_resources()
+        assert resources["CPU"] == 2 and "other_cluster" not in resources
     finally:
         executor.use_ray(None)
         ray.shutdown()
+        other.shutdown()
     assert on_ray.stats.tasks_run == local.stats.tasks_run == len(inputs) == len(done)
     assert on_ray.manifest.data_version == local.manifest.data_version
     assert [p.sha256 for p in on_ray.manifest.parts] == [p.sha256 for p in local.manifest.parts]
@@ -42,3 +49,4 @@ def test_the_compute_resource_switches_the_backend_for_its_run() -> None:
     assert executor._RAY_ADDRESS == "ray://head:10001"
     resource.teardown_after_execution(context)
     assert executor._RAY_ADDRESS is None
+

@@ -27,6 +27,8 @@ from benchmarks.synthetic import (
 from curation.components import in_memory
 from curation.duck import MemoryBudget
 
+pytestmark = pytest.mark.slow  # its fixture runs every global step on 200,000 documents
+
 LOW_GB = 0.01  # DuckDB's floor of 64 MB; the components' in-memory path up to ~65k nodes
 HIGH_GB = 4.0
 # Half of the documents in families: ~100k nodes, over the low budget's in-memory limit.
