@@ -49,4 +49,3 @@ def test_the_compute_resource_switches_the_backend_for_its_run() -> None:
     assert executor._RAY_ADDRESS == "ray://head:10001"
     resource.teardown_after_execution(context)
     assert executor._RAY_ADDRESS is None
-
