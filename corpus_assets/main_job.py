@@ -19,8 +19,8 @@ from corpus_assets.definitions import MAIN_JOBS, defs
 from curation.config import load_pipeline, load_recipe, stable_hash
 from curation.graph import ALL, PIPELINE_ORDER, WITHOUT_MANIFEST
 from curation.partition import PartitionLayout
-from curation.storage import Store, open_store
-from resources import S3ClientFactory, catalog_beside
+from curation.storage import S3Settings, Store, open_store
+from resources import catalog_beside
 
 # Jobs whose assets are partitioned by snapshot, and by recipe; the others run once.
 PER_PARTITION_JOBS = {"per_snapshot", "scores"}
@@ -149,7 +149,7 @@ def inputs_fingerprint(instance: DagsterInstance, name: str, partition: str | No
 
 def _store(run_config: dict) -> Store:
     """The run's storage root, with S3 settings from the standard AWS environment."""
-    return open_store(run_config["resources"]["storage"]["config"]["root"], S3ClientFactory(()))
+    return open_store(run_config["resources"]["storage"]["config"]["root"], S3Settings())
 
 
 def _pipeline_settings(pipeline, name: str, partition: str | None) -> dict:  # noqa: ANN001
@@ -198,7 +198,7 @@ def _input_files(pipeline, partition: str) -> list:  # noqa: ANN001 - PipelineCo
     from curation.storage import InputReader
 
     try:
-        locations = list_locations(pipeline, partition, InputReader(S3ClientFactory(())))
+        locations = list_locations(pipeline, partition, InputReader(S3Settings()))
     except Exception as error:  # noqa: BLE001 - any listing error: run it and let it fail there
         return [f"unlisted: {error}"]
     files = []

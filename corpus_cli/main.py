@@ -434,8 +434,7 @@ def report(
 ) -> None:
     """Write a recipe's funnel report (one self-contained HTML page) and print where."""
     from curation.report import ReportError, build_report, write_report
-    from curation.storage import open_store
-    from resources import S3ClientFactory
+    from curation.storage import S3Settings, open_store
 
     config = load_pipeline_or_exit(pipeline)
     path = pipeline.resolve().parent / "recipes" / f"{recipe}.yaml"
@@ -444,7 +443,7 @@ def report(
     except (ConfigError, FileNotFoundError) as error:
         typer.secho(str(error), fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
-    store = open_store(root, S3ClientFactory(()) if root.startswith("s3://") else None)
+    store = open_store(root, S3Settings() if root.startswith("s3://") else None)
     try:
         built = build_report(store, loaded)
     except (ReportError, FileNotFoundError) as error:

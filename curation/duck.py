@@ -92,14 +92,27 @@ def current_budget() -> MemoryBudget:
                         spill_directory=os.environ.get(SPILL_ENV) or None)
 
 
-def use_budget(memory_gb: float | None, spill_directory: str | None = None) -> None:
+def use_budget(memory_gb: float | None,
+               spill_directory: str | None = None) -> dict[str, str | None]:
     """Make `memory_gb` and `spill_directory` the budget of this process and of the workers it
-    starts from now on (None leaves that one as it is); a bad value changes nothing."""
+    starts from now on (None leaves that one as it is); a bad value changes nothing. Returns
+    the budget it replaced, for `restore_budget`."""
     if memory_gb is not None:
         MemoryBudget(memory_gb=memory_gb)  # fails now on a bad value, not in a worker
+    previous = {name: os.environ.get(name) for name in (MEMORY_ENV, SPILL_ENV)}
     for name, value in ((MEMORY_ENV, memory_gb), (SPILL_ENV, spill_directory)):
         if value is not None:
             os.environ[name] = str(value)
+    return previous
+
+
+def restore_budget(previous: dict[str, str | None]) -> None:
+    """Put back the budget `use_budget` replaced (unset where there was none)."""
+    for name, value in previous.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def default_settings() -> DuckDBSettings:

@@ -12,7 +12,6 @@ fields default to None and `create_resource` fills them in, with the defaults be
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -22,10 +21,16 @@ from dagster_aws.s3 import S3Resource
 from pydantic import Field, PrivateAttr, model_validator
 
 from curation.config import PipelineConfig, RecipeConfig, load_pipeline, load_recipe, recipe_names
-from curation.duck import DEFAULT_MEMORY_GB, MEMORY_ENV, MIN_TASK_MEMORY_GB, use_budget
+from curation.duck import (
+    DEFAULT_MEMORY_GB,
+    MEMORY_ENV,
+    MIN_TASK_MEMORY_GB,
+    restore_budget,
+    use_budget,
+)
 from curation.executor import use_ray
 from curation.graph import ALL
-from curation.storage import InputReader, Store, open_store
+from curation.storage import InputReader, S3Settings, Store, open_store
 from curation.tasks import PartitionLock, hold_locks
 
 PIPELINE_ENV, ROOT_ENV, WORKERS_ENV = "CORPUS_PIPELINE", "CORPUS_ROOT", "CORPUS_WORKERS"
@@ -92,17 +97,6 @@ class PipelineResource(EnvironmentResource):
         return recipe_names(self.recipes_folder)
 
 
-@dataclass(frozen=True)
-class S3ClientFactory:
-    """Makes a boto3 client through dagster-aws's `S3Resource` from its plain settings; unlike
-    the resource inside a run, it pickles, so worker processes make their own clients."""
-
-    settings: tuple[tuple[str, Any], ...]
-
-    def __call__(self) -> Any:
-        return S3Resource(**dict(self.settings)).get_client()
-
-
 class StorageResource(EnvironmentResource):
     """The storage root: a local folder or `s3://bucket/prefix`; S3 through dagster-aws."""
 
@@ -112,9 +106,8 @@ class StorageResource(EnvironmentResource):
                              f"unset: ${ROOT_ENV} when a run starts, else {DEFAULT_ROOT}")
     s3: S3Resource
 
-    def _client_factory(self) -> "S3ClientFactory":
-        settings = {name: getattr(self.s3, name) for name in S3Resource.model_fields}
-        return S3ClientFactory(tuple((k, v) for k, v in settings.items() if v is not None))
+    def _client_factory(self) -> S3Settings:
+        return S3Settings(**{name: getattr(self.s3, name) for name in S3Resource.model_fields})
 
     @cached_property
     def store(self) -> Store:
@@ -174,12 +167,16 @@ class ComputeResource(EnvironmentResource):
                 f"under {MIN_TASK_MEMORY_GB} GB: raise memory_gb or lower workers")
         return self
 
+    _replaced_budget: dict[str, str | None] = PrivateAttr(default_factory=dict)
+
     def setup_for_execution(self, context: InitResourceContext) -> None:
         use_ray(self.ray_address)
-        use_budget(self.memory_gb, self.spill_directory)
+        self._replaced_budget = use_budget(self.memory_gb, self.spill_directory)
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
+        # A process that runs several jobs in process (the CLI, tests) gets its budget back.
         use_ray(None)
+        restore_budget(self._replaced_budget)
 
 
 def default_resources() -> dict[str, ConfigurableResource]:

@@ -25,18 +25,15 @@ def require_shared_data() -> Path:
 
 @pytest.fixture(autouse=True)
 def _budget_environment():
-    """Each test starts from the session's memory budget: `use_budget` (every run's compute
-    resource calls it) exports the budget to this process's environment for its workers, and
-    a test's budget must not reach the next test on the same worker."""
-    from curation.duck import MEMORY_ENV, SPILL_ENV
+    """Each test starts from the session's memory budget: `use_budget` exports the budget to
+    this process's environment for its workers (a run's compute resource puts the previous one
+    back at its end; a test that calls it directly does not), and a test's budget must not
+    reach the next test on the same worker."""
+    from curation.duck import MEMORY_ENV, SPILL_ENV, restore_budget
 
     saved = {name: os.environ.get(name) for name in (MEMORY_ENV, SPILL_ENV)}
     yield
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+    restore_budget(saved)
 
 
 @pytest.fixture(scope="session")

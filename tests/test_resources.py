@@ -61,3 +61,16 @@ def test_a_budget_too_small_per_worker_fails_when_the_run_starts() -> None:
     with build_resources(launch, resource_config={"compute": {"config": {
             "memory_gb": 1, "workers": 2}}}) as built:
         assert (built.compute.memory_gb, built.compute.workers) == (1, 2)
+
+
+def test_a_run_sets_its_budget_and_puts_the_previous_one_back(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    from curation.duck import MEMORY_ENV, SPILL_ENV, current_budget
+
+    monkeypatch.setenv(MEMORY_ENV, "3")
+    monkeypatch.delenv(SPILL_ENV, raising=False)
+    with build_resources({"compute": ComputeResource(workers=1, memory_gb=1,
+                                                     spill_directory=str(tmp_path))}):
+        assert (current_budget().memory_gb, current_budget().spill_directory) == (
+            1, str(tmp_path))
+    assert (current_budget().memory_gb, current_budget().spill_directory) == (3, None)

@@ -20,7 +20,7 @@ from corpus_assets.main_job import main_run_config, run_main_jobs
 from corpus_assets.warc_files import warc_files
 from curation.config import load_pipeline
 from curation.partition import PartitionLayout
-from curation.storage import LocalStore, S3Store
+from curation.storage import LocalStore, S3Settings, S3Store
 from partitions import RECIPE_PARTITIONS_NAME, SNAPSHOT_PARTITIONS_NAME
 from resources import ComputeResource, PipelineResource, StorageResource
 from tests.conftest import MOTO_CREDENTIALS
@@ -125,16 +125,47 @@ def test_ingest_on_s3_with_common_crawl_layout(shared_data, s3, tmp_path) -> Non
     assert all(key.startswith("v1/") and not key.endswith(".tmp") for key in keys)
 
 
-def test_store_pickles_with_its_s3_settings(s3_endpoint) -> None:
-    # The resource's own settings reach worker processes; nothing relies on ambient credentials.
+def test_store_pickles_with_its_s3_settings_and_loads_without_dagster(s3_endpoint) -> None:
+    # The resource's own settings reach worker processes; nothing relies on ambient credentials,
+    # and a worker that unpickles a task's store does not import Dagster (seconds per worker).
+    import pickle
+    import subprocess
+    import sys
+
     resource = S3Resource(endpoint_url=s3_endpoint, **CREDENTIALS)
     storage = StorageResource(root="s3://corpus-two/x", s3=resource)
     boto3.client("s3", endpoint_url=s3_endpoint, **CREDENTIALS).create_bucket(Bucket="corpus-two")
-    import pickle
+    worker = ("import pickle, sys; pickle.loads(sys.stdin.buffer.read()).write_bytes('k', b'v');"
+              "print(sorted(m for m in sys.modules if m.startswith('dagster')))")
+    loaded = subprocess.run([sys.executable, "-c", worker], input=pickle.dumps(storage.store),
+                            capture_output=True, check=True, env={"PATH": "/usr/bin:/bin"})
+    assert loaded.stdout.decode().strip() == "[]"
+    assert pickle.loads(pickle.dumps(storage.store)).read_bytes("k") == b"v"
 
-    store = pickle.loads(pickle.dumps(storage.store))
-    store.write_bytes("k", b"v")
-    assert store.read_bytes("k") == b"v"
+
+def test_s3_settings_make_the_client_the_resource_makes() -> None:
+    from dataclasses import fields
+
+    assert [field.name for field in fields(S3Settings)] == list(S3Resource.model_fields)
+    resource = S3Resource(endpoint_url="http://127.0.0.1:9", region_name="eu-west-3",
+                          max_attempts=7, aws_access_key_id="key", aws_secret_access_key="secret",
+                          aws_session_token="token", use_ssl=False)
+    ours = S3Settings(**{name: getattr(resource, name) for name in S3Resource.model_fields})()
+    theirs = resource.get_client()
+    for client in (ours, theirs):
+        credentials = client._request_signer._credentials
+        assert (client.meta.endpoint_url, client.meta.region_name, client.meta.config.retries,
+                credentials.access_key, credentials.secret_key, credentials.token) == (
+            "http://127.0.0.1:9", "eu-west-3", {"total_max_attempts": 8, "mode": "standard"},
+            "key", "secret", "token")
+    from botocore import UNSIGNED
+
+    for client in (S3Settings(use_unsigned_session=True)(),
+                   S3Resource(use_unsigned_session=True).get_client()):
+        _, signer = client.meta.events.emit_until_response(
+            "choose-signer.s3.GetObject", signing_name="s3", region_name="us-east-1",
+            signature_version="s3v4", context={})
+        assert signer is UNSIGNED
 
 
 # --- the five main jobs on an S3 root ----------------------------------------------------------
