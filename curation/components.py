@@ -31,9 +31,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from curation.duck import MemoryBudget, current_budget, scalar
+from curation.duck import MemoryBudget, current_budget, memory_limit_bytes, scalar, write_hash_parts
 
 NODE_BYTES = 40
 """What the in-memory path holds per node: the parent array, its copies while compressing and
@@ -165,38 +164,6 @@ def _hook_rounds(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     return rounds, jumps
 
 
-def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:
-    """The session's `memory_limit` in bytes (DuckDB reports it as text, '190.7 MiB')."""
-    text = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-    number, unit = text.split()
-    return int(float(number) * _UNITS[unit])
-
-
-_UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
-
-
-def _write_partitions(reader: pa.RecordBatchReader, columns: list[str], parts: int,
-                      folder: Path) -> list[Path]:
-    """Stream batches of `columns` plus `part` into one Parquet file per part, each batch's
-    distinct rows only (a star's centre, in many edges, is written once per batch)."""
-    writers: dict[int, pq.ParquetWriter] = {}
-    try:
-        for batch in reader:
-            rows = pa.Table.from_batches([batch]).group_by([*columns, "part"]).aggregate([])
-            rows = rows.sort_by("part")
-            bounds = np.searchsorted(rows.column("part").to_numpy(), np.arange(parts + 1))
-            for index in np.flatnonzero(np.diff(bounds)):
-                if index not in writers:
-                    writers[index] = pq.ParquetWriter(folder / f"part-{index}.parquet",
-                                                      rows.schema)
-                writers[index].write_table(rows.slice(bounds[index],
-                                                      bounds[index + 1] - bounds[index]))
-    finally:
-        for writer in writers.values():
-            writer.close()
-    return [folder / f"part-{index}.parquet" for index in sorted(writers)]
-
-
 def _distinct(con: duckdb.DuckDBPyConnection, query: str, columns: list[str], rows: int,
               table: str) -> int:
     """Create `table` with the distinct rows of `query` (its `columns`, `rows` at most), grouped
@@ -217,7 +184,7 @@ def _distinct(con: duckdb.DuckDBPyConnection, query: str, columns: list[str], ro
     with tempfile.TemporaryDirectory(prefix="components-",
                                      dir=current_budget().spill_directory) as folder:
         try:
-            files = _write_partitions(reader, columns, parts, Path(folder))
+            files = write_hash_parts(reader, parts, Path(folder), distinct=columns)
         finally:
             reader.close()  # the stream's result is released before the next statement
         con.execute(f"CREATE TABLE {table} AS SELECT {names} FROM ({query}) LIMIT 0")

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from curation.partition import PartFile, PartitionLayout
 from curation.storage import ROW_GROUP_ROWS, LocalStore, Store, read_parquet, write_parquet_file
@@ -113,6 +115,42 @@ def restore_budget(previous: dict[str, str | None]) -> None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:
+    """The session's `memory_limit` in bytes (DuckDB reports it as text, '190.7 MiB')."""
+    text = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    number, unit = text.split()
+    return int(float(number) * _UNITS[unit])
+
+
+_UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def write_hash_parts(reader: pa.RecordBatchReader, parts: int, folder: Path,
+                     distinct: Sequence[str] | None = None) -> list[Path]:
+    """Stream the batches of `reader` (a `part` column in 0..parts-1 among its columns) into
+    one Parquet file per part under `folder`; with `distinct`, each batch's distinct rows of
+    those columns and `part` only (a star's centre, in many edges, is written once per batch).
+    Python holds one batch, so a statement reading one part groups a share of the rows."""
+    writers: dict[int, pq.ParquetWriter] = {}
+    try:
+        for batch in reader:
+            rows = pa.Table.from_batches([batch])
+            if distinct is not None:
+                rows = rows.group_by([*distinct, "part"]).aggregate([])
+            rows = rows.sort_by("part")
+            bounds = np.searchsorted(rows.column("part").to_numpy(), np.arange(parts + 1))
+            for index in np.flatnonzero(np.diff(bounds)):
+                if index not in writers:
+                    writers[index] = pq.ParquetWriter(folder / f"part-{index}.parquet",
+                                                      rows.schema)
+                writers[index].write_table(rows.slice(bounds[index],
+                                                      bounds[index + 1] - bounds[index]))
+    finally:
+        for writer in writers.values():
+            writer.close()
+    return [folder / f"part-{index}.parquet" for index in sorted(writers)]
 
 
 def default_settings() -> DuckDBSettings:

@@ -61,7 +61,9 @@ import heapq
 import html
 import io
 import json
+import math
 import re
+import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -75,7 +77,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.config import RecipeConfig
-from curation.duck import duckdb_session, ident, literal, register_parts, scalar
+from curation.duck import (
+    duckdb_session,
+    ident,
+    literal,
+    memory_limit_bytes,
+    register_parts,
+    scalar,
+    write_hash_parts,
+)
 from curation.graph import (
     ALL,
     CROSS_DEDUP,
@@ -199,6 +209,12 @@ _DOMAIN_OCCURRENCES = pa.schema([("doc_id", pa.string()), ("phase", pa.string())
 _RATES = pa.schema([("source", pa.string()), ("rate", pa.float64())])
 # Rows of a partition's frame handled at once: the Python side holds one such batch.
 BATCH_ROWS = 1 << 16
+GROUP_BYTES = 512
+GROUP_SHARE = 0.25
+"""The frame query groups a partition's documents in hash parts of about `GROUP_SHARE` of
+DuckDB's memory limit, at `GROUP_BYTES` a document (its group's twenty-odd aggregate states and
+its rows): an allowance, not a measurement; with the parts it gives the grouping no longer
+sets the report's smallest limit (benchmarks/report_aggregations.py --duckdb-floor)."""
 
 
 def _view(con: duckdb.DuckDBPyConnection, name: str, store: Store, asset: str, partition: str,
@@ -422,19 +438,28 @@ def _decode(frame: pa.Table, strings: pa.Array) -> pa.Table:
     return frame
 
 
-def _materialize_rows(con: duckdb.DuckDBPyConnection, index: int) -> Path:
-    """Writes partition `index`'s long relation (`_frame_query`) to a Parquet file in the
-    session's spill folder and reads it from there; returns the file. Grouped straight off its
-    dozen Parquet scans, the frame query needed DuckDB memory that grew with the partition (43,
-    67 and 150 MB at 9,000, 37,000 and 148,000 documents); off one file 23, 31 and 51 MB
-    (docs/scale.md)."""
-    folder = Path(con.execute("SELECT current_setting('temp_directory')").fetchone()[0])
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"p{index}_rows.parquet"
-    con.execute(f"COPY (SELECT * FROM p{index}_rows) TO {literal(str(path))} (FORMAT parquet)")
+def _materialize_rows(con: duckdb.DuckDBPyConnection, index: int, documents: int,
+                      folder: Path) -> list[Path]:
+    """Writes partition `index`'s long relation (`_frame_query`) to Parquet files in `folder`,
+    hashed by doc_id into parts of about `GROUP_SHARE` of the memory limit at `GROUP_BYTES` a
+    document; returns them. The caller points the view `p{index}_rows` at one part at a time,
+    so the frame query groups a bounded share of the partition's documents. Grouped straight
+    off its dozen Parquet scans, the frame query's smallest memory limit grew with the
+    partition (43, 67 and 150 MB at 9,000, 37,000 and 148,000 documents); off one file 23, 31
+    and 51 MB; off parts the whole report's floor is 23, 23 and 31 MB, set by other
+    statements (docs/scale.md)."""
+    parts = max(1, math.ceil(documents * GROUP_BYTES / (GROUP_SHARE * memory_limit_bytes(con))))
+    reader = con.sql(f"SELECT *, hash(doc_id) % {parts} AS part FROM p{index}_rows") \
+        .to_arrow_reader(BATCH_ROWS)
+    try:
+        return write_hash_parts(reader, parts, folder)
+    finally:
+        reader.close()  # the stream's result is released before the next statement
+
+
+def _point_rows(con: duckdb.DuckDBPyConnection, index: int, path: Path) -> None:
     con.execute(f"CREATE OR REPLACE VIEW p{index}_rows AS "
-                f"SELECT * FROM read_parquet({literal(str(path))})")
-    return path
+                f"SELECT * EXCLUDE (part) FROM read_parquet({literal(str(path))})")
 
 
 def _batches(con: duckdb.DuckDBPyConnection, query: str) -> Iterator[pa.Table]:
@@ -883,30 +908,36 @@ def compute_report(store: Store, recipe: RecipeConfig,
             queries.append(_frame_query(con, store, index, partition, score))
         scorers = _scorer_histograms(con, len(partitions))
         # The histogram's bins start at the smallest web score: found before the batches.
-        smallest = con.execute(" UNION ALL ".join(
-            f"SELECT min(CAST(q.{score} AS DOUBLE)) AS score FROM p{i}_documents d "
-            f"JOIN p{i}_quality q ON q.doc_id = d.doc_id WHERE d.source = {literal(WEB_SOURCE)}"
-            for i in range(len(partitions))) or "SELECT NULL::DOUBLE AS score").fetchall()
-        scores = [s for (s,) in smallest if s is not None]
+        # One statement per partition: the union of the joins failed first at a low limit.
+        smallest = [con.execute(f"SELECT min(CAST(q.{score} AS DOUBLE)) FROM p{i}_documents d "
+                                f"JOIN p{i}_quality q ON q.doc_id = d.doc_id "
+                                f"WHERE d.source = {literal(WEB_SOURCE)}").fetchone()[0]
+                    for i in range(len(partitions))]
+        scores = [s for s in smallest if s is not None]
         low, edges = _quality_edges(min(scores) if scores else None)
         figures = _Figures(store, low, edges, samples_per_stage)
         funnels, documents_total = {}, 0
+        spill = Path(con.execute("SELECT current_setting('temp_directory')").fetchone()[0])
+        spill.mkdir(parents=True, exist_ok=True)
         for index, (partition, query) in enumerate(zip(partitions, queries, strict=True)):
             stats = _manifest(store, DOCUMENTS, partition).extra.get("stats", {})
             n = scalar(con, f"SELECT count(*) FROM p{index}_documents")
             decided = _check_rules(con, partition)
             copies, missing = 1, 0
             batch_funnels = []
-            rows = _materialize_rows(con, index)
-            for frame in _batches(con, query[0]):
-                frame = _decode(frame, query[1])
-                stage, reason = _attribute(frame)
-                part = _Partition(partition, frame, stage, reason)
-                copies = max(copies, pc.max(frame["copies"]).as_py() or 1)
-                missing += frame["rule"].null_count
-                batch_funnels.append(_funnel_rows(part, _ingest_row({}, 0)))
-                figures.add(index, part)
-            rows.unlink()
+            with tempfile.TemporaryDirectory(prefix="report-", dir=spill) as folder:
+                # No rows, no parts: the (empty) relation is grouped as it is.
+                for path in _materialize_rows(con, index, n, Path(folder)) or [None]:
+                    if path is not None:
+                        _point_rows(con, index, path)
+                    for frame in _batches(con, query[0]):
+                        frame = _decode(frame, query[1])
+                        stage, reason = _attribute(frame)
+                        part = _Partition(partition, frame, stage, reason)
+                        copies = max(copies, pc.max(frame["copies"]).as_py() or 1)
+                        missing += frame["rule"].null_count
+                        batch_funnels.append(_funnel_rows(part, _ingest_row({}, 0)))
+                        figures.add(index, part)
             if copies > 1:
                 raise ReportError(f"documents[{partition}]: a doc_id occurs twice in an "
                                   "annotation")
