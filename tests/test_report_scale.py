@@ -56,3 +56,29 @@ def test_peak_memory_does_not_grow_with_the_documents(sample_run, stores) -> Non
     # Holding every partition's documents (the report before) grew by about 80 MiB from 5,000
     # to 20,000 documents alone; both sizes here fill DuckDB's share, so the rest must spill.
     assert big["peak_mib"] - small["peak_mib"] < DUCKDB_MIB, (small, big)
+
+
+def test_the_frame_grouped_in_hash_parts_gives_the_same_report(sample_run, stores,
+                                                              monkeypatch) -> None:
+    from curation import report
+    from curation.config import load_pipeline
+
+    recipe = load_recipe(sample_run.base / "recipes" / "sample.yaml",
+                         load_pipeline(sample_run.pipeline_path))
+    store = LocalStore(str(stores[COPIES]))
+    parts: list[int] = []
+    write = report.write_hash_parts
+
+    def counted(*args, **kwargs) -> list[Path]:
+        files = write(*args, **kwargs)
+        parts.append(len(files))
+        return files
+
+    monkeypatch.setattr(report, "write_hash_parts", counted)
+    whole = report.compute_report(store, recipe)
+    assert parts == [1] * len(recipe.partition_keys())
+    parts.clear()
+    monkeypatch.setattr(report, "GROUP_BYTES", 1 << 18)  # a few hundred documents a part
+    split = report.compute_report(store, recipe)
+    assert max(parts) >= 4, parts  # the web partitions in several parts
+    assert split == whole
