@@ -95,26 +95,34 @@ def current_budget() -> MemoryBudget:
 
 
 def use_budget(memory_gb: float | None,
-               spill_directory: str | None = None) -> dict[str, str | None]:
+               spill_directory: str | None = None) -> dict[str, str]:
     """Make `memory_gb` and `spill_directory` the budget of this process and of the workers it
     starts from now on (None leaves that one as it is); a bad value changes nothing. Returns
     the budget it replaced, for `restore_budget`."""
     if memory_gb is not None:
         MemoryBudget(memory_gb=memory_gb)  # fails now on a bad value, not in a worker
-    previous = {name: os.environ.get(name) for name in (MEMORY_ENV, SPILL_ENV)}
+    previous = budget_environment()
     for name, value in ((MEMORY_ENV, memory_gb), (SPILL_ENV, spill_directory)):
         if value is not None:
             os.environ[name] = str(value)
     return previous
 
 
-def restore_budget(previous: dict[str, str | None]) -> None:
-    """Put back the budget `use_budget` replaced (unset where there was none)."""
-    for name, value in previous.items():
-        if value is None:
-            os.environ.pop(name, None)
+def budget_environment() -> dict[str, str]:
+    """The memory budget's variables as this process has them (those set): what a Ray worker
+    needs to work under the same budget (a worker on another node never sees the driver's
+    environment, so each task carries them), and what `restore_budget` puts back."""
+    return {name: os.environ[name] for name in (MEMORY_ENV, SPILL_ENV) if name in os.environ}
+
+
+def restore_budget(previous: dict[str, str]) -> None:
+    """Make `previous` (a `budget_environment()`) the budget again: a variable it lacks is
+    unset."""
+    for name in (MEMORY_ENV, SPILL_ENV):
+        if name in previous:
+            os.environ[name] = previous[name]
         else:
-            os.environ[name] = value
+            os.environ.pop(name, None)
 
 
 def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, TypeVar
 
-from curation.duck import MEMORY_ENV, SPILL_ENV
+from curation.duck import budget_environment
 from curation.graph import WORKER_PRELOAD
 
 T = TypeVar("T")
@@ -107,13 +107,6 @@ def _call(fn: Callable[[T], R], task: T) -> R:
         return fn(task)
     finally:
         release_memory()
-
-
-def budget_environment() -> dict[str, str]:
-    """The memory budget's variables (`curation.duck`) as this process has them: what a Ray
-    worker needs to work under the same budget. A worker on another node never sees the
-    driver's environment (the local pool's workers inherit it), so each task carries them."""
-    return {name: os.environ[name] for name in (MEMORY_ENV, SPILL_ENV) if name in os.environ}
 
 
 def ray_resources(fn: Callable[..., Any]) -> dict[str, float]:

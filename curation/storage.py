@@ -49,7 +49,7 @@ class S3Settings:
     it makes a client as `S3Resource.get_client` does (a boto3 session of `profile_name`,
     botocore's standard retry mode with `max_attempts`). A task carries it to its worker, which
     makes its own client without importing Dagster (unpickling the resource's factory imported
-    Dagster in every forked worker: about 2.5 CPU seconds each, 200 over the sample's runs)."""
+    Dagster in every forked worker: about 2 s each, 200 CPU s over the sample's two runs)."""
 
     use_unsigned_session: bool = False
     region_name: str | None = None

@@ -167,7 +167,7 @@ class ComputeResource(EnvironmentResource):
                 f"under {MIN_TASK_MEMORY_GB} GB: raise memory_gb or lower workers")
         return self
 
-    _replaced_budget: dict[str, str | None] = PrivateAttr(default_factory=dict)
+    _replaced_budget: dict[str, str] = PrivateAttr(default_factory=dict)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         use_ray(self.ray_address)

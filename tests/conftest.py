@@ -29,9 +29,9 @@ def _budget_environment():
     this process's environment for its workers (a run's compute resource puts the previous one
     back at its end; a test that calls it directly does not), and a test's budget must not
     reach the next test on the same worker."""
-    from curation.duck import MEMORY_ENV, SPILL_ENV, restore_budget
+    from curation.duck import budget_environment, restore_budget
 
-    saved = {name: os.environ.get(name) for name in (MEMORY_ENV, SPILL_ENV)}
+    saved = budget_environment()
     yield
     restore_budget(saved)
 
