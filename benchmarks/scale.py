@@ -300,19 +300,29 @@ def _count_tokens(con: Any, data: Generated) -> None:
         con.unregister("_counts")
 
 
-def _mix_session(data: Generated, out: Path, con: Any) -> Any:
+MIX_CLUSTERS = ("near_dup.parquet", "exact_text.parquet")
+
+
+def _mix_session(data: Generated, out: Path, con: Any) -> tuple[Any, int]:
     """The mix of the synthetic candidates in `con`, grouped by the clusters of the earlier
-    steps, on exact token counts when there is text; returns its `MixRun`."""
+    steps, on exact token counts when there is text; returns its `MixRun` and the number of
+    cluster memberships it grouped by."""
     from curation.duck import literal
     from curation.mix import CANDIDATE_SCHEMA, choose_sql, group_ids, mix_sql, select_sql
 
+    clusters = [out / name for name in MIX_CLUSTERS]
+    missing = [path.name for path in clusters if not path.exists()]
+    if missing:
+        raise SystemExit(f"the mix groups by the clusters of exact_keys and near_dup; {missing} "
+                         f"not in {out}: run those steps first (with --reuse, an earlier run's "
+                         "outputs serve)")
     files = ", ".join(literal(str(p)) for p in data.files(CANDIDATES))
     con.execute(f"CREATE TABLE gathered AS SELECT * FROM read_parquet([{files}])")
-    clusters = [out / name for name in ("near_dup.parquet", "exact_text.parquet")]
     con.execute("CREATE TABLE members (scope VARCHAR, cluster_id VARCHAR, doc_id VARCHAR)")
-    for path in filter(Path.exists, clusters):
+    for path in clusters:
         con.execute(f"INSERT INTO members SELECT {literal(path.stem)}, cluster_id, doc_id"
                     f" FROM read_parquet({literal(str(path))})")
+    memberships = con.execute("SELECT count(*) FROM members").fetchone()[0]
     group_ids(con, "gathered", "members", "groups")
     columns = ", ".join(f"g.{name}" for name in CANDIDATE_SCHEMA.names if name != "group_id")
     con.execute(f"CREATE TABLE candidates AS SELECT {columns}, r.group_id,"
@@ -324,7 +334,7 @@ def _mix_session(data: Generated, out: Path, con: Any) -> Any:
     exact = bool(data.files("text"))
     if exact:
         _count_tokens(con, data)
-    return mix_sql(con, recipe(data.spec), exact=exact)
+    return mix_sql(con, recipe(data.spec), exact=exact), memberships
 
 
 def step_mix(data: Generated, out: Path) -> dict[str, Any]:
@@ -332,12 +342,13 @@ def step_mix(data: Generated, out: Path) -> dict[str, Any]:
     from curation.mix import occurrence_rows
 
     with duckdb_session() as con:
-        run = _mix_session(data, out, con)
+        run, memberships = _mix_session(data, out, con)
         occurrences = copy_to_parquet(
             con, occurrence_rows(),
             out / "occurrences.parquet")
     return {"candidates": run.candidates, "selected": run.selected, "occurrences": occurrences,
-            "achieved_tokens": run.achieved_tokens, "token_counts": run.token_counts}
+            "achieved_tokens": run.achieved_tokens, "token_counts": run.token_counts,
+            "memberships": memberships}
 
 
 SHARD_BATCH = 4096
@@ -509,9 +520,9 @@ def run(documents: int, memory_gb: float, steps: list[str], work: Path, partitio
     spec = data.spec
     generated_s = time.perf_counter() - start
     out = work / "out"
-    if out.exists():
+    if out.exists() and not reused:  # reused data keeps its steps' outputs (the mix reads them)
         shutil.rmtree(out)
-    out.mkdir(parents=True)
+    out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     print(table(rows), flush=True)
     for step in steps:

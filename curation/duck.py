@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,7 +135,7 @@ def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:
 _UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 
 
-def write_hash_parts(reader: pa.RecordBatchReader, parts: int, folder: Path,
+def write_hash_parts(reader: Iterable[pa.RecordBatch], parts: int, folder: Path,
                      distinct: Sequence[str] | None = None) -> list[Path]:
     """Stream the batches of `reader` (a `part` column in 0..parts-1 among its columns) into
     one Parquet file per part under `folder`; with `distinct`, each batch's distinct rows of

@@ -249,45 +249,79 @@ def _scorer_histograms(con: duckdb.DuckDBPyConnection, partitions: int) -> dict[
 
 
 def _domain_mix(con: duckdb.DuckDBPyConnection, store: Store, partitions: Sequence[str],
-                recipe: RecipeConfig) -> list[dict[str, Any]]:
+                recipe: RecipeConfig, spill: Path) -> list[dict[str, Any]]:
     """Per topic domain (`domains`, described by `topic_model`'s terms): the recipe's weight
     and cap, the documents before selection, those selected, the tokens the mix's occurrences
     deliver and the domain's largest share of one source's tokens in one phase (what its cap
-    bounds); empty when the partitions have no domains (embeddings off). Grouped joins in the
-    session, which spill."""
+    bounds); empty when the partitions have no domains (embeddings off).
+
+    The domains, the mix's decisions and its occurrences go into one long relation hashed by
+    doc_id into parts under `spill` (`_hash_parts`); each part's joins hold a share of the
+    recipe's documents, and Python sums per domain and per (phase, source, domain). Joined
+    whole, the first statement set the report's smallest limit (benchmarks/report_aggregations.py
+    --duckdb-floor)."""
     views = [_view(con, f"p{i}_domains", store, DOMAINS, partition, _DOMAINS, required=False)
              for i, partition in enumerate(partitions)]
+    assigned = " UNION ALL ".join(f"SELECT doc_id, domain FROM {v}" for v in views)
+    if not scalar(con, f"SELECT count(*) FROM ({assigned})"):
+        return []
     _view(con, "occurrences", store, MIX, recipe.name, _DOMAIN_OCCURRENCES)
-    con.execute("CREATE TEMP TABLE assigned AS "
-                + " UNION ALL ".join(f"SELECT * FROM {v}" for v in views))
-    rows = con.execute(
-        "WITH delivered AS (SELECT doc_id, sum(est_tokens) AS tokens FROM occurrences "
-        "GROUP BY 1) "
-        "SELECT a.domain, count(*), count(*) FILTER (WHERE m.rule = ?), "
-        "coalesce(sum(o.tokens), 0) FROM assigned a JOIN mix m USING (doc_id) "
-        "LEFT JOIN delivered o USING (doc_id) GROUP BY 1 ORDER BY 1", [SELECTED]).fetchall()
-    largest = dict(con.execute("""
-        WITH pools AS (SELECT phase, source, a.domain, sum(o.est_tokens) AS tokens
-                       FROM occurrences o LEFT JOIN assigned a USING (doc_id) GROUP BY ALL)
-        SELECT domain, max(tokens / total) FROM (
-            SELECT *, sum(tokens) OVER (PARTITION BY phase, source) AS total FROM pools)
-        WHERE domain IS NOT NULL GROUP BY 1""").fetchall())
-    con.execute("DROP TABLE assigned")
+    con.execute(f"""CREATE OR REPLACE VIEW domain_rows AS
+        SELECT doc_id, 0 AS k, domain, NULL::BOOLEAN AS selected, NULL::VARCHAR AS phase,
+               NULL::VARCHAR AS source, NULL::BIGINT AS tokens FROM ({assigned})
+        UNION ALL SELECT doc_id, 1, NULL, rule = {literal(SELECTED)}, NULL, NULL, NULL FROM mix
+        UNION ALL SELECT doc_id, 2, NULL, NULL, phase, source, est_tokens FROM occurrences""")
+    counts: dict[int, list[int]] = {}  # domain: documents, selected, delivered tokens
+    pools: Counter[tuple[str, str, int | None]] = Counter()  # (phase, source, domain): tokens
+    with tempfile.TemporaryDirectory(prefix="report-domains-", dir=spill) as folder:
+        for path in _hash_parts(con, "domain_rows", scalar(con, "SELECT count(*) FROM mix"),
+                                Path(folder)):
+            rows = f"read_parquet({literal(str(path))})"
+            for domain, *figures in con.execute(f"""
+                    WITH a AS (SELECT doc_id, domain FROM {rows} WHERE k = 0),
+                         m AS (SELECT doc_id, selected FROM {rows} WHERE k = 1),
+                         o AS (SELECT doc_id, sum(tokens) AS tokens FROM {rows} WHERE k = 2
+                               GROUP BY 1)
+                    SELECT a.domain, count(*), count(*) FILTER (WHERE m.selected),
+                           coalesce(sum(o.tokens), 0)
+                    FROM a JOIN m USING (doc_id) LEFT JOIN o USING (doc_id)
+                    GROUP BY 1""").fetchall():
+                counts[domain] = [x + y for x, y in zip(counts.get(domain, [0, 0, 0]), figures,
+                                                        strict=True)]
+            pools.update({(phase, source, domain): tokens for phase, source, domain, tokens
+                          in con.execute(f"""
+                    SELECT o.phase, o.source, a.domain, sum(o.tokens)
+                    FROM (SELECT * FROM {rows} WHERE k = 2) o
+                    LEFT JOIN (SELECT doc_id, domain FROM {rows} WHERE k = 0) a USING (doc_id)
+                    GROUP BY ALL""").fetchall()})
+    return _domain_rows(store, recipe, counts, pools)
+
+
+def _domain_rows(store: Store, recipe: RecipeConfig, counts: dict[int, list[int]],
+                 pools: Counter[tuple[str, str, int | None]]) -> list[dict[str, Any]]:
+    """`_domain_mix`'s rows from its sums."""
+    totals: Counter[tuple[str, str]] = Counter()
+    for (phase, source, _), tokens in pools.items():
+        totals[phase, source] += tokens
+    largest: dict[int, float] = {}
+    for (phase, source, domain), tokens in pools.items():
+        if domain is not None and totals[phase, source]:
+            largest[domain] = max(largest.get(domain, 0.0), tokens / totals[phase, source])
     model = PartitionLayout(store, TOPIC_MODEL, ALL).read_manifest()
     terms = {} if model is None or not model.parts else dict(
         zip(*PartitionLayout(store, TOPIC_MODEL, ALL).read_table(["domain", "terms"])
             .to_pydict().values(), strict=True))
-    before = sum(row[1] for row in rows) or 1
-    after = sum(row[2] for row in rows) or 1
-    tokens = sum(row[3] for row in rows) or 1
+    before = sum(row[0] for row in counts.values()) or 1
+    after = sum(row[1] for row in counts.values()) or 1
+    tokens = sum(row[2] for row in counts.values()) or 1
     return [{"domain": domain, "terms": terms.get(domain, []),
              "weight": recipe.domain_weights.get(domain, 1.0),
              "cap": recipe.domain_caps.get(domain), "documents": documents,
              "share_before": documents / before, "selected": selected,
              "share_after": selected / after, "tokens": delivered,
              "token_share": delivered / tokens,
-             "largest_source_share": float(largest.get(domain, 0.0))}
-            for domain, documents, selected, delivered in rows]
+             "largest_source_share": largest.get(domain, 0.0)}
+            for domain, (documents, selected, delivered) in sorted(counts.items())]
 
 
 def _contamination(con: duckdb.DuckDBPyConnection, store: Store,
@@ -303,34 +337,40 @@ def _contamination(con: duckdb.DuckDBPyConnection, store: Store,
              for i, partition in enumerate(partitions)]
     con.execute("CREATE TEMP TABLE benchmark_hits AS SELECT DISTINCT doc_id, benchmark, "
                 "item_id FROM (" + " UNION ALL ".join(f"SELECT * FROM {v}" for v in hits) + ")")
+    # DuckDB's DISTINCT aggregates do not spill: each (benchmark, document) pair once, with
+    # the mix's rule, then counted. Counted DISTINCT, they set the report's smallest limit
+    # at 592,000 documents (benchmarks/report_aggregations.py --duckdb-floor).
+    con.execute("CREATE TEMP TABLE benchmark_docs AS SELECT DISTINCT h.benchmark, h.doc_id, "
+                "m.rule FROM benchmark_hits h JOIN mix m USING (doc_id)")
+    items = dict(con.execute(  # the eval sets' items: as many as the benchmarks hold at most
+        "SELECT benchmark, count(DISTINCT item_id) FROM benchmark_hits WHERE doc_id IN "
+        "(SELECT doc_id FROM benchmark_docs) GROUP BY 1").fetchall())
     rows = con.execute("""
-        SELECT h.benchmark, count(DISTINCT h.item_id), count(DISTINCT h.doc_id),
-               count(DISTINCT h.doc_id) FILTER (WHERE m.rule = 'contaminated'),
-               count(DISTINCT h.doc_id) FILTER (WHERE m.rule = ?)
-        FROM benchmark_hits h JOIN mix m USING (doc_id) GROUP BY 1 ORDER BY 1""",
-                       [SELECTED]).fetchall()
+        SELECT benchmark, count(*), count(*) FILTER (WHERE rule = 'contaminated'),
+               count(*) FILTER (WHERE rule = ?)
+        FROM benchmark_docs GROUP BY 1 ORDER BY 1""", [SELECTED]).fetchall()
     texts = " UNION ALL ".join(f"SELECT doc_id, source, strlen(text) AS size FROM p{i}_documents"
                                for i in range(len(partitions)))
     removed_tokens = dict(con.execute(f"""
-        SELECT benchmark, sum({_estimate('d.size')}) FROM (SELECT DISTINCT benchmark, doc_id
-        FROM benchmark_hits) h JOIN mix m USING (doc_id) JOIN ({texts}) d USING (doc_id)
-        LEFT JOIN rates r ON r.source = d.source WHERE m.rule = 'contaminated'
-        GROUP BY 1""").fetchall())
+        SELECT benchmark, sum({_estimate('d.size')}) FROM benchmark_docs h
+        JOIN ({texts}) d USING (doc_id) LEFT JOIN rates r ON r.source = d.source
+        WHERE h.rule = 'contaminated' GROUP BY 1""").fetchall())
     top: dict[str, list[dict[str, Any]]] = {}
     for benchmark, site, documents in con.execute(
-            "SELECT benchmark, domain, documents FROM (SELECT h.benchmark, s.domain, "
-            "count(DISTINCT h.doc_id) AS documents, row_number() OVER (PARTITION BY "
-            "h.benchmark ORDER BY count(DISTINCT h.doc_id) DESC, s.domain) AS rank FROM "
-            "benchmark_hits h JOIN (" + " UNION ALL ".join(f"SELECT * FROM {v}" for v in sites)
-            + f") s USING (doc_id) WHERE s.domain IS NOT NULL GROUP BY 1, 2) WHERE rank <= "
+            "SELECT benchmark, domain, documents FROM (SELECT benchmark, domain, count(*) AS "
+            "documents, row_number() OVER (PARTITION BY benchmark ORDER BY count(*) DESC, "
+            "domain) AS rank FROM (SELECT DISTINCT h.benchmark, s.domain, h.doc_id FROM "
+            "benchmark_docs h JOIN (" + " UNION ALL ".join(f"SELECT * FROM {v}" for v in sites)
+            + ") s USING (doc_id) WHERE s.domain IS NOT NULL) GROUP BY 1, 2) WHERE rank <= "
             f"{TOP_SITES} ORDER BY benchmark, rank").fetchall():
         top.setdefault(benchmark, []).append({"domain": site, "documents": documents})
     con.execute("DROP TABLE benchmark_hits")
-    return [{"benchmark": benchmark, "items": items, "documents": documents,
+    con.execute("DROP TABLE benchmark_docs")
+    return [{"benchmark": benchmark, "items": items[benchmark], "documents": documents,
              "documents_removed": removed, "tokens_removed": int(removed_tokens.get(benchmark,
                                                                                   0)),
              "documents_kept": kept, "top_domains": top.get(benchmark, [])}
-            for benchmark, items, documents, removed, kept in rows]
+            for benchmark, documents, removed, kept in rows]
 
 
 CONTAMINATION_HEADERS = ("benchmark", "items found", "documents", "documents removed",
@@ -399,10 +439,16 @@ def _frame_query(con: duckdb.DuckDBPyConnection, store: Store, index: int,
     # Aggregates over strings keep their states outside what DuckDB can spill, so the
     # strings (sources, languages, rules, reasons: a few distinct values) are numbered in
     # their sort order and grouped as numbers; `min` of the numbers is the smallest string.
-    con.execute(f"CREATE OR REPLACE TABLE {prefix}strings AS SELECT s, CAST(row_number() "
-                f"OVER (ORDER BY s) - 1 AS INTEGER) AS code FROM (SELECT DISTINCT s FROM "
-                f"{prefix}rows WHERE s IS NOT NULL)")
-    strings = con.sql(f"SELECT s FROM {prefix}strings ORDER BY code").to_arrow_table()["s"]
+    # One DISTINCT per input: over the whole union it set the report's smallest limit.
+    distinct = sorted({value for relation, string, _, _ in inputs if string != "NULL"
+                       for (value,) in con.execute(f"SELECT DISTINCT CAST({string} AS VARCHAR) "
+                                                   f"FROM {relation}").fetchall()
+                       if value is not None})
+    strings = pa.array(distinct, pa.string())
+    con.register("strings_table", pa.table({"s": strings,
+                                            "code": pa.array(range(len(distinct)), pa.int32())}))
+    con.execute(f"CREATE OR REPLACE TABLE {prefix}strings AS SELECT * FROM strings_table")
+    con.unregister("strings_table")
 
     def first(column: str, number: int) -> str:
         return f"any_value({column}) FILTER (WHERE k = {number})"
@@ -427,7 +473,7 @@ def _frame_query(con: duckdb.DuckDBPyConnection, store: Store, index: int,
         LEFT JOIN (SELECT code, rate FROM rates JOIN {prefix}strings ON s = rates.source) r
                ON r.code = g.source
         LEFT JOIN group_sizes z ON z.doc_id = g.doc_id"""
-    return query, strings.combine_chunks() if strings.num_chunks else pa.array([], pa.string())
+    return query, strings
 
 
 def _decode(frame: pa.Table, strings: pa.Array) -> pa.Table:
@@ -438,18 +484,22 @@ def _decode(frame: pa.Table, strings: pa.Array) -> pa.Table:
     return frame
 
 
-def _materialize_rows(con: duckdb.DuckDBPyConnection, index: int, documents: int,
-                      folder: Path) -> list[Path]:
-    """Writes partition `index`'s long relation (`_frame_query`) to Parquet files in `folder`,
-    hashed by doc_id into parts of about `GROUP_SHARE` of the memory limit at `GROUP_BYTES` a
-    document; returns them. The caller points the view `p{index}_rows` at one part at a time,
-    so the frame query groups a bounded share of the partition's documents. Grouped straight
-    off its dozen Parquet scans, the frame query's smallest memory limit grew with the
-    partition (43, 67 and 150 MB at 9,000, 37,000 and 148,000 documents); off one file 23, 31
-    and 51 MB; off parts the whole report's floor is 23, 23 and 31 MB, set by other
-    statements (docs/scale.md)."""
-    parts = max(1, math.ceil(documents * GROUP_BYTES / (GROUP_SHARE * memory_limit_bytes(con))))
-    reader = con.sql(f"SELECT *, hash(doc_id) % {parts} AS part FROM p{index}_rows") \
+def _part_count(con: duckdb.DuckDBPyConnection, documents: int) -> int:
+    """Hash parts for `documents`: each about `GROUP_SHARE` of the memory limit at
+    `GROUP_BYTES` a document."""
+    return max(1, math.ceil(documents * GROUP_BYTES / (GROUP_SHARE * memory_limit_bytes(con))))
+
+
+def _hash_parts(con: duckdb.DuckDBPyConnection, relation: str, documents: int,
+                folder: Path) -> list[Path]:
+    """Writes `relation` to Parquet files in `folder`, hashed by its `doc_id` into
+    `_part_count` parts for its `documents`; returns them. A statement over one part groups or
+    joins a bounded share of the documents. The report's statements over a partition, the
+    recipe or the store run over such parts: grouped or joined whole, each in turn set the
+    report's smallest limit, which grew with the documents
+    (benchmarks/report_aggregations.py --duckdb-floor; docs/scale.md)."""
+    parts = _part_count(con, documents)
+    reader = con.sql(f"SELECT *, hash(doc_id) % {parts} AS part FROM {relation}") \
         .to_arrow_reader(BATCH_ROWS)
     try:
         return write_hash_parts(reader, parts, folder)
@@ -457,9 +507,19 @@ def _materialize_rows(con: duckdb.DuckDBPyConnection, index: int, documents: int
         reader.close()  # the stream's result is released before the next statement
 
 
-def _point_rows(con: duckdb.DuckDBPyConnection, index: int, path: Path) -> None:
-    con.execute(f"CREATE OR REPLACE VIEW p{index}_rows AS "
-                f"SELECT * EXCLUDE (part) FROM read_parquet({literal(str(path))})")
+def _frames(con: duckdb.DuckDBPyConnection, index: int, documents: int,
+            query: tuple[str, pa.Array], spill: Path) -> Iterator[pa.Table]:
+    """Partition `index`'s frame (`_frame_query`), decoded, in batches: its long relation is
+    written in hash parts under `spill` and the view `p{index}_rows` pointed at one part at a
+    time."""
+    with tempfile.TemporaryDirectory(prefix="report-", dir=spill) as folder:
+        # No rows, no parts: the (empty) relation is grouped as it is.
+        for path in _hash_parts(con, f"p{index}_rows", documents, Path(folder)) or [None]:
+            if path is not None:
+                con.execute(f"CREATE OR REPLACE VIEW p{index}_rows AS "
+                            f"SELECT * EXCLUDE (part) FROM read_parquet({literal(str(path))})")
+            for frame in _batches(con, query[0]):
+                yield _decode(frame, query[1])
 
 
 def _batches(con: duckdb.DuckDBPyConnection, query: str) -> Iterator[pa.Table]:
@@ -751,33 +811,71 @@ class _Figures:
         return picks
 
 
-def _clusters(con: duckdb.DuckDBPyConnection, store: Store,
-              partitions: Sequence[str]) -> dict[str, Any]:
+def _clusters(con: duckdb.DuckDBPyConnection, store: Store, partitions: Sequence[str],
+              spill: Path) -> dict[str, Any]:
     """Cluster sizes per dedup asset (clusters of each size; duplicates = members beyond the
-    first), over the recipe's documents: counted in DuckDB, one partition at a time."""
+    first), over the recipe's documents: counted in DuckDB, one partition at a time; the
+    store-wide `cross_dedup` clusters in hash parts (`_cross_cluster_sizes`)."""
     result = {}
-    recipe_docs = " UNION ALL ".join(f"SELECT doc_id FROM p{i}_documents"
-                                     for i in range(len(partitions))) or \
-        "SELECT NULL::VARCHAR AS doc_id WHERE false"
-    for asset in (*CLUSTER_ASSETS, CROSS_ASSET):
+    for asset in CLUSTER_ASSETS:
         sizes: Counter[int] = Counter()
-        if asset == CROSS_ASSET:
-            views = [(_view(con, "cross_clusters", store, asset, CROSS_PARTITION, _CLUSTERS,
-                            required=len(partitions) > 1), f"WHERE doc_id IN ({recipe_docs})")]
-        else:
-            views = [(_view(con, f"p{i}_{asset}_clusters", store, asset, partition, _CLUSTERS),
-                      "") for i, partition in enumerate(partitions)]
-        for view, where in views:
+        for i, partition in enumerate(partitions):
+            view = _view(con, f"p{i}_{asset}_clusters", store, asset, partition, _CLUSTERS)
             sizes.update(dict(con.execute(
-                f"SELECT size, count(*) FROM (SELECT count(doc_id) AS size FROM {view} {where}"
-                " GROUP BY cluster_id) GROUP BY size").fetchall()))
-        result[asset] = {
-            "clusters": sum(c for s, c in sizes.items() if s > 1),
+                f"SELECT size, count(*) FROM (SELECT count(doc_id) AS size FROM {view} "
+                "GROUP BY cluster_id) GROUP BY size").fetchall()))
+        result[asset] = _size_figures(sizes)
+    _view(con, "cross_clusters", store, CROSS_ASSET, CROSS_PARTITION, _CLUSTERS,
+          required=len(partitions) > 1)
+    result[CROSS_ASSET] = _size_figures(_cross_cluster_sizes(con, len(partitions), spill))
+    return result
+
+
+def _size_figures(sizes: Counter[int]) -> dict[str, Any]:
+    return {"clusters": sum(c for s, c in sizes.items() if s > 1),
             "duplicates": sum((s - 1) * c for s, c in sizes.items()),
             "largest": max(sizes, default=0),
-            "sizes": {str(s): c for s, c in sorted(sizes.items()) if s > 1},
-        }
-    return result
+            "sizes": {str(s): c for s, c in sorted(sizes.items()) if s > 1}}
+
+
+def _cross_cluster_sizes(con: duckdb.DuckDBPyConnection, partitions: int,
+                         spill: Path) -> Counter[int]:
+    """Sizes of the `cross_clusters` (the whole store's) counted over the recipe's documents
+    (the session's `p{i}_documents`). Two rounds of hash parts (`_hash_parts`): by doc_id, each
+    part's members kept when the recipe holds them; by cluster_id, each part's clusters
+    counted. The semi join of the whole store's clusters with the recipe's documents in one
+    statement set the report's smallest limit."""
+    recipe_docs = " UNION ALL ".join(f"SELECT doc_id, NULL AS cluster_id FROM p{i}_documents"
+                                     for i in range(partitions))
+    if not recipe_docs:
+        return Counter()
+    members = scalar(con, "SELECT count(*) FROM cross_clusters")
+    documents = scalar(con, f"SELECT count(*) FROM ({recipe_docs})")
+    parts = _part_count(con, members)
+    sizes: Counter[int] = Counter()
+    with tempfile.TemporaryDirectory(prefix="report-clusters-", dir=spill) as folder:
+        by_doc, by_cluster = Path(folder) / "by_doc", Path(folder) / "by_cluster"
+        by_doc.mkdir()
+        by_cluster.mkdir()
+        doc_parts = _hash_parts(con, f"(SELECT doc_id, cluster_id FROM cross_clusters "
+                                f"UNION ALL {recipe_docs})", members + documents, by_doc)
+
+        def in_recipe() -> Iterator[pa.RecordBatch]:  # one doc part's semi join at a time
+            for path in doc_parts:
+                rows = f"read_parquet({literal(str(path))})"
+                reader = con.sql(
+                    f"SELECT cluster_id, hash(cluster_id) % {parts} AS part FROM {rows} "
+                    f"WHERE cluster_id IS NOT NULL AND doc_id IN (SELECT doc_id FROM {rows} "
+                    "WHERE cluster_id IS NULL)").to_arrow_reader(BATCH_ROWS)
+                yield from reader
+                reader.close()
+
+        for path in write_hash_parts(in_recipe(), parts, by_cluster):
+            sizes.update(dict(con.execute(
+                f"SELECT size, count(*) FROM (SELECT count(*) AS size FROM "
+                f"read_parquet({literal(str(path))}) GROUP BY cluster_id) GROUP BY size")
+                .fetchall()))
+    return sizes
 
 
 def _preview(text: str | None) -> str:
@@ -925,19 +1023,13 @@ def compute_report(store: Store, recipe: RecipeConfig,
             decided = _check_rules(con, partition)
             copies, missing = 1, 0
             batch_funnels = []
-            with tempfile.TemporaryDirectory(prefix="report-", dir=spill) as folder:
-                # No rows, no parts: the (empty) relation is grouped as it is.
-                for path in _materialize_rows(con, index, n, Path(folder)) or [None]:
-                    if path is not None:
-                        _point_rows(con, index, path)
-                    for frame in _batches(con, query[0]):
-                        frame = _decode(frame, query[1])
-                        stage, reason = _attribute(frame)
-                        part = _Partition(partition, frame, stage, reason)
-                        copies = max(copies, pc.max(frame["copies"]).as_py() or 1)
-                        missing += frame["rule"].null_count
-                        batch_funnels.append(_funnel_rows(part, _ingest_row({}, 0)))
-                        figures.add(index, part)
+            for frame in _frames(con, index, n, query, spill):
+                stage, reason = _attribute(frame)
+                part = _Partition(partition, frame, stage, reason)
+                copies = max(copies, pc.max(frame["copies"]).as_py() or 1)
+                missing += frame["rule"].null_count
+                batch_funnels.append(_funnel_rows(part, _ingest_row({}, 0)))
+                figures.add(index, part)
             if copies > 1:
                 raise ReportError(f"documents[{partition}]: a doc_id occurs twice in an "
                                   "annotation")
@@ -958,8 +1050,8 @@ def compute_report(store: Store, recipe: RecipeConfig,
             raise ReportError(f"mix[{recipe.name}] has {mix_rows} decisions but the recipe's "
                               "partitions hold a different number of documents: "
                               "re-materialize mix")
-        clusters = _clusters(con, store, partitions)
-        domains = _domain_mix(con, store, partitions, recipe)
+        clusters = _clusters(con, store, partitions, spill)
+        domains = _domain_mix(con, store, partitions, recipe, spill)
         contamination = _contamination(con, store, partitions)
     total = _sum_rows(list(funnels.values()))
     shards = _shards_manifest(store, recipe.name)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import types
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,15 @@ from typer.testing import CliRunner
 
 from corpus_cli.main import _print_languages, app
 from curation.config import SOURCE_PREFIX, load_pipeline, load_recipe
-from curation.graph import ALL, CROSS_DEDUP, CURATED_DEDUP, PARTITION_DEDUP
+from curation.graph import (
+    ALL,
+    CROSS_DEDUP,
+    CURATED_DEDUP,
+    DECONTAMINATED,
+    DOCUMENTS,
+    MIX,
+    PARTITION_DEDUP,
+)
 from curation.loader import served_phases
 from curation.mix import RULES, duplicate_groups
 from curation.partition import PartitionLayout
@@ -31,6 +40,7 @@ from curation.report import (
     PLOTS,
     PREVIEW_CHARS,
     STAGES,
+    TOP_SITES,
     ReportError,
     _attribute,
     _funnel_rows,
@@ -387,3 +397,48 @@ def test_sample_run_prints_the_language_rows(built, tmp_path, capsys) -> None:
     documents, selected = (sum(r[key] for r in rows) for key in ("documents", "selected"))
     assert lines["ja"][1] == str(documents) and lines["ja"][3] == str(selected)
     assert {"en", "python"} <= set(lines)
+
+
+def test_contamination_and_cross_clusters_match_the_stored_tables(built) -> None:
+    """Per benchmark, the items, documents, their mix rules and top web domains, and the
+    cross-partition cluster sizes over the recipe's documents, recomputed from the stored
+    hits, decisions, documents and clusters."""
+    import polars as pl
+
+    store, data = built.store, built.report.data
+
+    def table(asset: str, partition: str, columns: list[str], name: str) -> pl.DataFrame:
+        layout = PartitionLayout(store, asset, partition)
+        parts = layout.complete_manifest().table_parts(name)
+        return pl.from_arrow(layout.read_table(columns, name=name)) if parts else \
+            pl.DataFrame(schema=dict.fromkeys(columns, pl.String))
+
+    hits = pl.concat([table(DECONTAMINATED, p, ["doc_id", "benchmark", "item_id"], "hits")
+                      for p in RECIPE_PARTITIONS])
+    documents = pl.concat([table(DOCUMENTS, p, ["doc_id", "domain"], "part")
+                           for p in RECIPE_PARTITIONS])
+    rules = table(MIX, "sample", ["doc_id", "rule"], "decisions")
+    pairs = hits.select("benchmark", "doc_id").unique().join(rules, on="doc_id")
+    expected = []
+    for (benchmark,), group in sorted(pairs.group_by("benchmark")):
+        sites = (group.join(documents, on="doc_id").drop_nulls("domain")
+                 .group_by("domain").len().sort(["len", "domain"], descending=[True, False]))
+        expected.append({
+            "benchmark": benchmark,
+            "items": hits.filter(pl.col("benchmark") == benchmark)["item_id"].n_unique(),
+            "documents": group.height,
+            "documents_removed": group.filter(pl.col("rule") == "contaminated").height,
+            "documents_kept": group.filter(pl.col("rule") == "selected").height,
+            "top_domains": [{"domain": d, "documents": n}
+                            for d, n in sites.head(TOP_SITES).iter_rows()]})
+    found = data["contamination"]
+    assert [{k: v for k, v in row.items() if k != "tokens_removed"} for row in found] == expected
+    assert any(row["documents_removed"] for row in found)
+    assert all((row["tokens_removed"] > 0) == (row["documents_removed"] > 0) for row in found)
+
+    cross = table(CROSS_DEDUP, ALL, ["doc_id", "cluster_id"], "part").join(
+        documents.select("doc_id"), on="doc_id", how="semi")
+    sizes = Counter(cross.group_by("cluster_id").len()["len"].to_list())
+    clusters = data["clusters"][CROSS_DEDUP]
+    assert clusters["sizes"] == {str(s): n for s, n in sorted(sizes.items()) if s > 1}
+    assert clusters["largest"] == max(sizes) and clusters["clusters"] > 0

@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.report_aggregations import measure, replicate_store
 from curation.config import load_recipe
-from curation.graph import DOCUMENTS
+from curation.graph import CROSS_DEDUP, DOCUMENTS
 from curation.partition import PartitionLayout
 from curation.storage import LocalStore
 
@@ -58,8 +58,8 @@ def test_peak_memory_does_not_grow_with_the_documents(sample_run, stores) -> Non
     assert big["peak_mib"] - small["peak_mib"] < DUCKDB_MIB, (small, big)
 
 
-def test_the_frame_grouped_in_hash_parts_gives_the_same_report(sample_run, stores,
-                                                              monkeypatch) -> None:
+def test_the_report_grouped_in_hash_parts_gives_the_same_report(sample_run, stores,
+                                                               monkeypatch) -> None:
     from curation import report
     from curation.config import load_pipeline
 
@@ -76,7 +76,9 @@ def test_the_frame_grouped_in_hash_parts_gives_the_same_report(sample_run, store
 
     monkeypatch.setattr(report, "write_hash_parts", counted)
     whole = report.compute_report(store, recipe)
-    assert parts == [1] * len(recipe.partition_keys())
+    # each partition's frame; cross_dedup's clusters by doc_id, then by cluster; the domains
+    assert parts == [1] * (len(recipe.partition_keys()) + 3)
+    assert whole["domains"] and whole["clusters"][CROSS_DEDUP]["clusters"]
     parts.clear()
     monkeypatch.setattr(report, "GROUP_BYTES", 1 << 18)  # a few hundred documents a part
     split = report.compute_report(store, recipe)

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks.scale import measure_step, prepare
+from benchmarks.scale import MIX_CLUSTERS, measure_step, prepare
 from benchmarks.synthetic import (
     BAND_COLUMNS,
     HOT_VALUES,
@@ -105,6 +105,8 @@ def test_exact_clusters_are_the_planted_exact_copies(runs: dict) -> None:
 def test_the_mix_selects_one_member_per_duplicate_group(runs: dict) -> None:
     result = runs[LOW_GB]["rows"]["mix"]["result"]
     assert 0 < result["selected"] < result["candidates"] == SPEC.documents
+    clustered = sum(_table(runs[LOW_GB]["out"] / name).num_rows for name in MIX_CLUSTERS)
+    assert result["memberships"] == clustered > 0
     occurrences = _table(runs[LOW_GB]["out"] / "occurrences.parquet")
     families = expected_families(SPEC)
     chosen = {families.get(d, d) for d in set(occurrences["doc_id"].to_pylist())}
