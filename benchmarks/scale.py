@@ -34,6 +34,9 @@ Dagster stages (no store, manifests or locks):
     line_counts  `frequent_lines_sql` over every document's lines at once
     mix          `group_ids` (components over near_dup's and exact_keys' clusters),
                  `select_sql`, `choose_sql`, `mix_sql`; occurrences written to Parquet
+    planted_clusters  (not run unless named) the clusters exact_keys and near_dup find, as the
+                 generator planted them (`synthetic.write_planted_clusters`), in their place:
+                 the mix's input at 10^8 without near_dup's hour
     shards       `plan_shards` (DuckDB orders the occurrences by phase and shuffle key and
                  buckets them with their text), then `build_planned_shards` (ranges of
                  shards in `WORKERS` parallel tasks); only with text (`--text`), when the
@@ -66,16 +69,20 @@ from benchmarks.measure import TreeSampler
 from benchmarks.synthetic import (
     BAND_COLUMNS,
     CANDIDATES,
+    EXACT_CLUSTERS,
     LINES,
+    NEAR_CLUSTERS,
     SIGNATURES,
     Generated,
     Spec,
     generate,
     texts,
+    write_planted_clusters,
 )
 from curation.duck import MEMORY_ENV, SPILL_ENV, spilled_bytes
 
 STEPS = ("exact_keys", "near_dup", "cross_index", "line_counts", "mix", "shards")
+NAMED_STEPS = ("planted_clusters",)  # run only when --steps names them
 RESULT = "RESULT "
 TOKENIZER = "tokenizer.json"
 SAMPLE_INTERVAL = 0.05
@@ -217,7 +224,7 @@ def step_near_dup(data: Generated, out: Path) -> dict[str, Any]:
     with duckdb_session() as con:
         stats = stored_edge_clusters_sql(con, [key for key, _ in reduced], "clusters",
                                          reduce_stats([c for _, c in reduced]), placement)
-        result = {**_copy_clusters(con, "clusters", out / "near_dup.parquet"),
+        result = {**_copy_clusters(con, "clusters", out / NEAR_CLUSTERS),
                   "edges": stats.edges, "hot_buckets": stats.hot_buckets,
                   "capped_members": stats.capped_members, "rounds": stats.rounds,
                   "buckets": len(reduced)}
@@ -300,7 +307,7 @@ def _count_tokens(con: Any, data: Generated) -> None:
         con.unregister("_counts")
 
 
-MIX_CLUSTERS = ("near_dup.parquet", "exact_text.parquet")
+MIX_CLUSTERS = (NEAR_CLUSTERS, EXACT_CLUSTERS)
 
 
 def _mix_session(data: Generated, out: Path, con: Any) -> tuple[Any, int]:
@@ -325,8 +332,9 @@ def _mix_session(data: Generated, out: Path, con: Any) -> tuple[Any, int]:
     memberships = con.execute("SELECT count(*) FROM members").fetchone()[0]
     group_ids(con, "gathered", "members", "groups")
     columns = ", ".join(f"g.{name}" for name in CANDIDATE_SCHEMA.names if name != "group_id")
-    con.execute(f"CREATE TABLE candidates AS SELECT {columns}, r.group_id,"
-                " NULL::INTEGER AS text_part FROM gathered g JOIN groups r USING (doc_id)")
+    con.execute(f"CREATE TABLE candidates AS SELECT {columns},"
+                " coalesce(r.group_id, g.doc_id) AS group_id, NULL::INTEGER AS text_part"
+                " FROM gathered g LEFT JOIN groups r USING (doc_id)")
     for table in ("gathered", "members", "groups"):
         con.execute(f"DROP TABLE {table}")
     select_sql(con, recipe(data.spec))
@@ -383,9 +391,14 @@ def step_shards(data: Generated, out: Path) -> dict[str, Any]:
             "timings": {k: round(v, 2) for k, v in build.timings.items()}}
 
 
+def step_planted_clusters(data: Generated, out: Path) -> dict[str, Any]:
+    return write_planted_clusters(out, data.spec)
+
+
 STEP_FUNCTIONS: dict[str, Callable[[Generated, Path], dict[str, Any]]] = {
     "exact_keys": step_exact_keys, "near_dup": step_near_dup, "cross_index": step_cross_index,
-    "line_counts": step_line_counts, "mix": step_mix, "shards": step_shards}
+    "line_counts": step_line_counts, "mix": step_mix, "shards": step_shards,
+    "planted_clusters": step_planted_clusters}
 
 
 # --- the parent: generate, then measure each step ----------------------------------------------
@@ -538,7 +551,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--documents", type=int, default=100_000)
     parser.add_argument("--memory-gb", type=float, default=1.0)
     parser.add_argument("--steps", default=",".join(STEPS),
-                        help=f"comma-separated, of {', '.join(STEPS)}")
+                        help=f"comma-separated, of {', '.join(STEPS + NAMED_STEPS)}")
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--text", choices=("auto", "yes", "no"), default="auto",
                         help="write the shards' text (auto: up to 200,000 documents)")
@@ -556,9 +569,9 @@ def main(argv: list[str] | None = None) -> None:
         print(RESULT + json.dumps(STEP_FUNCTIONS[args.step](data, args.out)), flush=True)
         return
     steps = [s for s in args.steps.split(",") if s]  # none: only generate (with --reuse)
-    unknown = set(steps) - set(STEPS)
+    unknown = set(steps) - set(STEPS) - set(NAMED_STEPS)
     if unknown:
-        parser.error(f"unknown steps {sorted(unknown)}; use {', '.join(STEPS)}")
+        parser.error(f"unknown steps {sorted(unknown)}; use {', '.join(STEPS + NAMED_STEPS)}")
     text = args.text == "yes" or (args.text == "auto" and args.documents <= 200_000)
     work = args.work or Path(os.environ.get("TMPDIR", "/tmp")) / f"scale-{args.documents}"
     report = run(args.documents, args.memory_gb, steps, work, args.partitions, text,

@@ -131,6 +131,13 @@ def partition_of(documents: np.ndarray, spec: Spec) -> np.ndarray:
     return (mix64(documents, spec.seed * 7 + 1) % np.uint64(spec.partitions)).astype(np.int64)
 
 
+def exact_copies(documents: np.ndarray, families: Families, spec: Spec) -> np.ndarray:
+    """Which of `documents` are exact copies of their family's text: half of the members of
+    a family of two or more."""
+    grouped = families.size(families.of(documents)) > 1
+    return grouped & (_unit(documents, spec.seed + 11) < 0.5)
+
+
 def signatures(documents: np.ndarray, families: Families, spec: Spec) -> pa.Table:
     """doc_id, url_hash, text_hash and the bands of `documents`."""
     family = families.of(documents).astype(np.uint64)
@@ -139,7 +146,7 @@ def signatures(documents: np.ndarray, families: Families, spec: Spec) -> pa.Tabl
     grouped = families.size(family.astype(np.int64)) > 1
     anchor = family % np.uint64(BANDS)
     columns: dict[str, pa.Array] = {"doc_id": doc_ids(documents)}
-    exact = grouped & (_unit(documents, spec.seed + 11) < 0.5)
+    exact = exact_copies(documents, families, spec)
     same_url = grouped & (_unit(documents, spec.seed + 12) < 1 / 3)
     columns["url_hash"] = pa.array(np.where(same_url, mix64(family_salt, spec.seed + 13),
                                             mix64(own_salt, spec.seed + 13)))
@@ -165,7 +172,7 @@ def line_rows(documents: np.ndarray, families: Families, spec: Spec) -> pa.Table
     owner = np.repeat(documents, counts)
     line = np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts)
     family = families.of(owner).astype(np.uint64)
-    exact = (families.size(family.astype(np.int64)) > 1) & (_unit(owner, spec.seed + 11) < 0.5)
+    exact = exact_copies(owner, families, spec)
     source = np.where(exact, family, owner.astype(np.uint64) + np.uint64(1 << 62))
     key = source * np.uint64(1024) + line.astype(np.uint64)
     boiler = _unit(key, spec.seed + 21) < spec.boilerplate_share
@@ -317,3 +324,42 @@ def expected_families(spec: Spec) -> dict[str, str]:
         if starts.size else np.zeros(0, np.int64)
     roots = np.repeat(starts, sizes[sizes > 1])
     return dict(zip(doc_ids(members).to_pylist(), doc_ids(roots).to_pylist(), strict=True))
+
+
+NEAR_CLUSTERS, EXACT_CLUSTERS = "near_dup.parquet", "exact_text.parquet"
+
+
+def write_planted_clusters(folder: Path, spec: Spec) -> dict[str, int]:
+    """The clusters `exact_keys` and `near_dup` find in the data of `spec`, as planted: each
+    family of two or more a near-duplicate cluster named by its first doc_id, its exact copies
+    (two or more) an exact cluster inside it named by its smallest one, as the steps name
+    them. Written, sorted by doc_id like the steps' own, to `NEAR_CLUSTERS` and
+    `EXACT_CLUSTERS` (doc_id, cluster_id) under `folder` a chunk at a time; returns the members
+    of each. Hot buckets aside (`hot_fraction`), they
+    are the clusters the steps find (`tests/test_scale.py`)."""
+    from curation.duck import duckdb_session, literal
+
+    families = Families.draw(spec)
+    folder.mkdir(parents=True, exist_ok=True)
+    schema = pa.schema([("doc_id", pa.string()), ("cluster_id", pa.string())])
+    with pq.ParquetWriter(folder / NEAR_CLUSTERS, schema) as near, \
+            pq.ParquetWriter(folder / f"{EXACT_CLUSTERS}.all", schema) as exact:
+        for chunk in chunks(spec):
+            family = families.of(chunk)
+            ids, names = doc_ids(chunk), doc_ids(families.starts[family])
+            for writer, rows in ((near, families.size(family) > 1),
+                                 (exact, exact_copies(chunk, families, spec))):
+                mask = pa.array(rows)
+                writer.write_table(pa.table({"doc_id": ids.filter(mask),
+                                             "cluster_id": names.filter(mask)}, schema=schema))
+    every = folder / f"{EXACT_CLUSTERS}.all"
+    # A family with one exact copy has no exact cluster (its copies may span chunks), and
+    # exact_keys names a cluster by its smallest member.
+    with duckdb_session() as con:
+        con.execute(f"COPY (SELECT doc_id, min(doc_id) OVER w AS cluster_id"
+                    f" FROM read_parquet({literal(str(every))}) WINDOW w AS (PARTITION BY"
+                    f" cluster_id) QUALIFY count(*) OVER w > 1 ORDER BY doc_id)"
+                    f" TO {literal(str(folder / EXACT_CLUSTERS))} (FORMAT parquet)")
+    every.unlink()
+    return {name: pq.ParquetFile(folder / name).metadata.num_rows
+            for name in (NEAR_CLUSTERS, EXACT_CLUSTERS)}

@@ -292,6 +292,50 @@ def test_cluster_ids_of_different_tables_never_merge() -> None:
     assert duplicate_groups(pa.array(["b", "a"]), []).to_pylist() == ["b", "a"]
 
 
+def _reference_groups(doc_ids: list[str], memberships: list[pa.Table]) -> list[str]:
+    """Union-find over the documents themselves, each linked to every other member of its
+    clusters: what `group_ids` computes over the contracted graph of cluster names."""
+    parent = {doc: doc for doc in doc_ids}
+
+    def root(doc: str) -> str:
+        while parent[doc] != doc:
+            doc = parent[doc]
+        return doc
+
+    for scope, table in enumerate(memberships):
+        clusters: dict[str, list[str]] = {}
+        for doc, cluster in zip(table["doc_id"].to_pylist(), table["cluster_id"].to_pylist(),
+                                strict=True):
+            if doc in parent:
+                clusters.setdefault(f"{scope}/{cluster}", []).append(doc)
+        for members in clusters.values():
+            for doc in members[1:]:
+                low, high = sorted((root(members[0]), root(doc)))
+                parent[high] = low
+    return [root(doc) for doc in doc_ids]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_duplicate_groups_match_a_union_find_over_the_documents(seed: int) -> None:
+    """Documents in clusters of several tables, clusters of one table nested in another's
+    (exact copies inside near duplicates), one name shared by two clusters, members the
+    documents leave out, and chains that only join through documents in two clusters."""
+    rng = random.Random(seed)
+    doc_ids = [f"d{x:04d}" for x in range(400)]
+    outside = [f"x{x:03d}" for x in range(30)]  # members of partitions the recipe leaves out
+    near = pa.table({"doc_id": (docs := rng.sample(doc_ids, 250) + outside[:15]),
+                     "cluster_id": [f"n{rng.randrange(60)}" for _ in docs]})
+    exact = near.filter(pa.array([rng.random() < 0.5 for _ in range(near.num_rows)]))
+    exact = exact.set_column(1, "cluster_id", pa.array(
+        [f"{c}/{rng.randrange(2)}" for c in exact["cluster_id"].to_pylist()]))
+    cross = pa.table({"doc_id": (docs := rng.sample(doc_ids, 40) + outside[15:]),
+                      "cluster_id": [f"c{rng.randrange(12)}" for _ in docs]})
+    order = rng.sample(doc_ids, len(doc_ids))
+    found = duplicate_groups(pa.array(order), [near, exact, cross]).to_pylist()
+    assert found == _reference_groups(order, [near, exact, cross])
+    assert 1 < len(set(found)) < len(order) - 150
+
+
 def test_recipe_without_the_earliest_snapshot_keeps_a_copy_from_another(tmp_path) -> None:
     store = LocalStore(str(tmp_path))
     early, late = "CC-MAIN-2024-10", "CC-MAIN-2024-18"

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from benchmarks import mix_groups
 from benchmarks.scale import MIX_CLUSTERS, measure_step, prepare
 from benchmarks.synthetic import (
     BAND_COLUMNS,
@@ -23,6 +24,7 @@ from benchmarks.synthetic import (
     generate,
     partition_of,
     signatures,
+    write_planted_clusters,
 )
 from curation.components import in_memory
 from curation.duck import MemoryBudget
@@ -102,6 +104,18 @@ def test_exact_clusters_are_the_planted_exact_copies(runs: dict) -> None:
     assert len(roots) == pc.count_distinct(clusters["cluster_id"]).as_py()
 
 
+def test_the_planted_clusters_are_the_clusters_the_steps_find(runs: dict,
+                                                              tmp_path: Path) -> None:
+    """What `--steps planted_clusters` writes in place of exact_keys and near_dup (no hot
+    buckets in `SPEC`, so none capped)."""
+    members = write_planted_clusters(tmp_path, SPEC)
+    for name in MIX_CLUSTERS:
+        found = _table(runs[LOW_GB]["out"] / name).select(["doc_id", "cluster_id"])
+        planted = pq.read_table(tmp_path / name)
+        assert members[name] == planted.num_rows > 10_000
+        assert planted.cast(found.schema).equals(found)
+
+
 def test_the_mix_selects_one_member_per_duplicate_group(runs: dict) -> None:
     result = runs[LOW_GB]["rows"]["mix"]["result"]
     assert 0 < result["selected"] < result["candidates"] == SPEC.documents
@@ -132,3 +146,15 @@ def test_the_generator_plants_heavy_tails_hot_buckets_and_cross_partition_copies
     anchor = BAND_COLUMNS[biggest % len(BAND_COLUMNS)]
     assert pc.count_distinct(table[anchor]).as_py() == 1  # the family shares its anchor band
     assert len(generated.files(SIGNATURES)) == spec.partitions
+
+
+def test_the_mix_groups_benchmark_finds_one_answer_on_both_graphs(tmp_path: Path, capsys) -> None:
+    """`benchmarks/mix_groups.py` at a budget that sends the documents' graph (90k nodes)
+    to the SQL rounds: the clusters' graph gives the same groups."""
+    mix_groups.main(["--documents", "300000", "--memory-gb", str(LOW_GB), "--work",
+                     str(tmp_path)])
+    rows = [line.split("|")[1:-1] for line in capsys.readouterr().out.splitlines()
+            if line.startswith("| 300,000")]
+    assert [row[2].strip() for row in rows] == list(mix_groups.GRAPHS)
+    assert [row[-1].strip() for row in rows] == ["(first)", "yes"]
+    assert len({row[-2] for row in rows}) == 1 and int(rows[0][-2].replace(",", "")) > 200_000
