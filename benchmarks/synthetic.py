@@ -131,10 +131,9 @@ def partition_of(documents: np.ndarray, spec: Spec) -> np.ndarray:
     return (mix64(documents, spec.seed * 7 + 1) % np.uint64(spec.partitions)).astype(np.int64)
 
 
-def exact_copies(documents: np.ndarray, families: Families, spec: Spec) -> np.ndarray:
+def exact_copies(documents: np.ndarray, grouped: np.ndarray, spec: Spec) -> np.ndarray:
     """Which of `documents` are exact copies of their family's text: half of the members of
-    a family of two or more."""
-    grouped = families.size(families.of(documents)) > 1
+    a family of two or more (`grouped`: whether each one's family is)."""
     return grouped & (_unit(documents, spec.seed + 11) < 0.5)
 
 
@@ -146,7 +145,7 @@ def signatures(documents: np.ndarray, families: Families, spec: Spec) -> pa.Tabl
     grouped = families.size(family.astype(np.int64)) > 1
     anchor = family % np.uint64(BANDS)
     columns: dict[str, pa.Array] = {"doc_id": doc_ids(documents)}
-    exact = exact_copies(documents, families, spec)
+    exact = exact_copies(documents, grouped, spec)
     same_url = grouped & (_unit(documents, spec.seed + 12) < 1 / 3)
     columns["url_hash"] = pa.array(np.where(same_url, mix64(family_salt, spec.seed + 13),
                                             mix64(own_salt, spec.seed + 13)))
@@ -172,7 +171,7 @@ def line_rows(documents: np.ndarray, families: Families, spec: Spec) -> pa.Table
     owner = np.repeat(documents, counts)
     line = np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts)
     family = families.of(owner).astype(np.uint64)
-    exact = exact_copies(owner, families, spec)
+    exact = exact_copies(owner, families.size(family.astype(np.int64)) > 1, spec)
     source = np.where(exact, family, owner.astype(np.uint64) + np.uint64(1 << 62))
     key = source * np.uint64(1024) + line.astype(np.uint64)
     boiler = _unit(key, spec.seed + 21) < spec.boilerplate_share
@@ -347,8 +346,8 @@ def write_planted_clusters(folder: Path, spec: Spec) -> dict[str, int]:
         for chunk in chunks(spec):
             family = families.of(chunk)
             ids, names = doc_ids(chunk), doc_ids(families.starts[family])
-            for writer, rows in ((near, families.size(family) > 1),
-                                 (exact, exact_copies(chunk, families, spec))):
+            grouped = families.size(family) > 1
+            for writer, rows in ((near, grouped), (exact, exact_copies(chunk, grouped, spec))):
                 mask = pa.array(rows)
                 writer.write_table(pa.table({"doc_id": ids.filter(mask),
                                              "cluster_id": names.filter(mask)}, schema=schema))
