@@ -33,7 +33,7 @@ Dagster stages (no store, manifests or locks):
     cross_index  `CrossIndex.index_partition` per partition, then `clusters_sql`
     line_counts  `frequent_lines_sql` over every document's lines at once
     mix          `group_ids` (components over near_dup's and exact_keys' clusters),
-                 `select_sql`, `choose_sql`, `mix_sql`; occurrences written to Parquet
+                 `join_groups`, `select_sql`, `mix_sql`; occurrences written to Parquet
     planted_clusters  (not run unless named) the clusters exact_keys and near_dup find, as the
                  generator planted them (`synthetic.write_planted_clusters`), in their place:
                  the mix's input at 10^8 without near_dup's hour
@@ -315,7 +315,7 @@ def _mix_session(data: Generated, out: Path, con: Any) -> tuple[Any, int]:
     steps, on exact token counts when there is text; returns its `MixRun` and the number of
     cluster memberships it grouped by."""
     from curation.duck import literal
-    from curation.mix import CANDIDATE_SCHEMA, choose_sql, group_ids, mix_sql, select_sql
+    from curation.mix import group_ids, join_groups, mix_sql, select_sql
 
     clusters = [out / name for name in MIX_CLUSTERS]
     missing = [path.name for path in clusters if not path.exists()]
@@ -331,14 +331,10 @@ def _mix_session(data: Generated, out: Path, con: Any) -> tuple[Any, int]:
                     f" FROM read_parquet({literal(str(path))})")
     memberships = con.execute("SELECT count(*) FROM members").fetchone()[0]
     group_ids(con, "gathered", "members", "groups")
-    columns = ", ".join(f"g.{name}" for name in CANDIDATE_SCHEMA.names if name != "group_id")
-    con.execute(f"CREATE TABLE candidates AS SELECT {columns},"
-                " coalesce(r.group_id, g.doc_id) AS group_id, NULL::INTEGER AS text_part"
-                " FROM gathered g LEFT JOIN groups r USING (doc_id)")
+    join_groups(con, "gathered", "groups", "g.verdict_drop", "NULL::INTEGER")
     for table in ("gathered", "members", "groups"):
         con.execute(f"DROP TABLE {table}")
     select_sql(con, recipe(data.spec))
-    choose_sql(con)
     exact = bool(data.files("text"))
     if exact:
         _count_tokens(con, data)

@@ -79,9 +79,12 @@ content and the seed, never on row order or on how DuckDB spills.
 
 Memory: DuckDB holds the per-document tables (candidates, memberships, decisions, pools,
 occurrences) on disk and spills joins, windows and sorts beyond the session's `memory_limit`
-(the budget, `curation.duck`). Python holds at most one stored part at a time (its Arrow
-table, or one part's texts while counting tokens), one DuckDB batch (`BATCH_ROWS`), and what
-is per phase and source (pool statistics, shares); the fractional fill streams its pool's
+(the budget, `curation.duck`); the groups' join runs in passes sized to that limit
+(`join_groups`), the duplicate ranking sorts only the clustered documents, and the quality
+cut is found by score histograms, not a sort (`_last_kept`). Python holds at most one stored
+part at a time (its Arrow table, or one part's texts while counting tokens), one DuckDB batch
+(`BATCH_ROWS`), and what is per phase and source (pool statistics, shares); the fractional
+fill streams its pool's
 tail in hash order and stops within the pool's largest document. `run_mix` leaves the
 decisions and occurrences in the session, for the caller to stream out (`decision_rows`,
 `occurrence_rows`); the Arrow functions (`select_documents`, `mix_candidates`, `build_mix`)
@@ -103,7 +106,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curation.config import SOURCE_PREFIX, HeuristicsSelection, RecipeConfig
-from curation.duck import MemoryBudget, duckdb_session, ident, insert_parts, literal, scalar
+from curation.duck import (
+    MemoryBudget,
+    duckdb_session,
+    ident,
+    insert_parts,
+    literal,
+    memory_limit_bytes,
+    scalar,
+)
 from curation.graph import (
     ALL,
     CROSS_DEDUP,
@@ -166,6 +177,10 @@ CANDIDATE_SCHEMA = pa.schema([
     pa.field("group_id", pa.string(), nullable=False),
 ])
 
+# Table `chosen`: what the token counts and the mix read of each selected candidate
+CHOSEN_COLUMNS = ("doc_id", "partition", "source", "licence", "language", "text_bytes",
+                  "text_part", "score")
+
 MIX_DECISION_SCHEMA = pa.schema([
     pa.field("doc_id", pa.string(), nullable=False),
     pa.field("partition", pa.string(), nullable=False),
@@ -180,8 +195,6 @@ MIX_DECISION_SCHEMA = pa.schema([
     # rehydration weighs and the report buckets removals by.
     pa.field("group_size", pa.int64(), nullable=False),
 ])
-# SQL over `candidates`: a row's duplicate group size (`MIX_DECISION_SCHEMA.group_size`).
-GROUP_SIZE = "count(*) OVER (PARTITION BY group_id)"
 
 OCCURRENCE_SCHEMA = pa.schema([
     pa.field("doc_id", pa.string(), nullable=False),
@@ -351,14 +364,14 @@ def load_candidates(con: Connection, store: Store, partitions: Sequence[str],
                     placement: TaskPlacement | None = None,
                     quality_scorer: str = "fasttext",
                     semantic_dedup: bool = False) -> list[str]:
-    """Table `candidates` (`CANDIDATE_SCHEMA` and `text_part`, the number of the scrubbed part
-    holding the document's text) over `partitions`, part by part; `curated_sources` names the
-    sources judged by the curated filter policy, `verdicts` the added annotate stages whose
-    `keep` the selection applies; `budget` is the session's (None: the current one);
-    `heuristics` the recipe's heuristic filter (None: the stored verdict); `placement` where
-    the duplicate groups' components may run as tasks (`group_ids`); `semantic_dedup` joins
-    the semantic groups to them (`load_memberships`). Returns the scrubbed parts' keys by
-    number."""
+    """Table `candidates` (`CANDIDATE_SCHEMA`, `group_size` and `text_part`, the number of the
+    scrubbed part holding the document's text: `join_groups`) over `partitions`, part by
+    part; `curated_sources` names the sources judged by the curated filter policy, `verdicts`
+    the added annotate stages whose `keep` the selection applies; `budget` is the session's
+    (None: the current one); `heuristics` the recipe's heuristic filter (None: the stored
+    verdict); `placement` where the duplicate groups' components may run as tasks
+    (`group_ids`); `semantic_dedup` joins the semantic groups to them (`load_memberships`).
+    Returns the scrubbed parts' keys by number."""
     _load(con, store, "docs", DOCUMENTS, partitions, {
         "doc_id": "VARCHAR", "source": "VARCHAR", "url": "VARCHAR", "snapshot": "VARCHAR",
         "licence": "VARCHAR"})
@@ -409,11 +422,7 @@ def load_candidates(con: Connection, store: Store, partitions: Sequence[str],
     verdict_drop = ("CASE " + " ".join(f"WHEN NOT verdict{n} THEN {literal(asset)}"
                                        for n, asset in enumerate(verdicts)) + " END"
                     if verdicts else "NULL::VARCHAR")
-    columns = ", ".join(f"g.{name}" for name in CANDIDATE_SCHEMA.names
-                        if name not in ("verdict_drop", "group_id"))
-    con.execute(f"CREATE TABLE candidates AS SELECT {columns}, {verdict_drop} AS verdict_drop, "
-                "coalesce(r.group_id, g.doc_id) AS group_id, g.text_part "
-                "FROM gathered g LEFT JOIN groups r USING (doc_id)")
+    join_groups(con, "gathered", "groups", verdict_drop, "g.text_part")
     for table in ("docs", "language_rows", "heuristics_rows", "quality", "contamination_rows",
                   "sizes", "scrub_decisions", "gathered", "members", "groups",
                   *(f"verdict{n}" for n in range(len(verdicts)))):
@@ -487,16 +496,51 @@ def domain_cap_factors(tokens: Mapping[int | None, float], caps: Mapping[int, fl
     return {domain: share * total / present[domain] for domain, share in shares.items()}, held
 
 
+# `join_groups`: a groups row in the join's hash table (doc_id, group_id, size; an allowance)
+# and the share of the memory limit one pass's table may take
+GROUPS_JOIN_BYTES = 90
+GROUPS_JOIN_SHARE = 0.5
+
+
+def join_groups(con: Connection, gathered: str, groups: str, verdict_drop: str,
+                text_part: str) -> None:
+    """Table `candidates`: the rows of `gathered` (`CANDIDATE_SCHEMA` but the verdict and the
+    group, aliased `g`) with their `verdict_drop` and `text_part` (SQL over `g`), and their
+    duplicate group from `groups` (`group_ids`; a document without a row is its own group of
+    one) with its `group_size`.
+
+    Where the groups' hash table would pass `GROUPS_JOIN_SHARE` of the memory limit (at
+    `GROUPS_JOIN_BYTES` a row), the join runs in passes over hash parts of doc_id, each
+    building a part's table in memory: DuckDB's own external join spills the wide candidate
+    rows instead (10^8 documents, 30M grouped, 1 GB: 217.5 CPU s whole, 171.9 in 8 passes,
+    225.4 in 16; these settings give 8 there)."""
+    columns = ", ".join(f"g.{name}" for name in CANDIDATE_SCHEMA.names
+                        if name not in ("verdict_drop", "group_id"))
+    rows = scalar(con, f"SELECT count(*) FROM {groups}")
+    passes = max(1, math.ceil(rows * GROUPS_JOIN_BYTES
+                              / (GROUPS_JOIN_SHARE * memory_limit_bytes(con))))
+    for number in range(passes):
+        into = "INSERT INTO candidates" if number else "CREATE TABLE candidates AS"
+        part = f"% {passes} = {number}"  # a doc_id's hash modulo the passes
+        con.execute(f"{into} SELECT {columns}, {verdict_drop} AS verdict_drop, "
+                    "coalesce(r.group_id, g.doc_id) AS group_id, "
+                    f"coalesce(r.group_size, 1) AS group_size, {text_part} AS text_part "
+                    f"FROM {gathered} g LEFT JOIN (SELECT * FROM {groups} WHERE hash(doc_id) "
+                    f"{part}) r USING (doc_id) WHERE hash(g.doc_id) {part}")
+
+
 def group_ids(con: Connection, documents: str, members: str, result: str,
               budget: MemoryBudget | None = None,
               placement: TaskPlacement | None = None) -> None:
-    """Table `result` (`doc_id`, `group_id`): the duplicate group of each clustered document
-    of `documents` (`doc_id` unique), the smallest doc_id of its connected component, where
-    each row of `members` (`scope`, `cluster_id`, `doc_id`) links a document to the cluster
-    (`scope`, `cluster_id`). A document of `documents` without a row is in no cluster: its own
-    group (join with `coalesce(group_id, doc_id)`). Members not in `documents` (cross_dedup
-    rows of partitions the recipe leaves out) are skipped: their clusters already hold every
-    link they carry.
+    """Table `result` (`doc_id`, `group_id`, `group_size`): the duplicate group of each
+    clustered document of `documents` (`doc_id` unique), the smallest doc_id of its connected
+    component, and the number of documents of `documents` in it, where each row of `members`
+    (`scope`, `cluster_id`, `doc_id`) links a document to the cluster (`scope`,
+    `cluster_id`). A document of `documents` without a row is in no cluster: its own group of
+    one (`join_groups`). The sizes are counted here, over the clustered documents alone, not
+    over every candidate (at 10^8, 30M narrow rows instead of 10^8 wide ones). Members not in
+    `documents` (cross_dedup rows of partitions the recipe leaves out) are skipped: their
+    clusters already hold every link they carry.
 
     The components run over the clusters, not the documents: each cluster is named by its
     smallest member, and a document in several clusters links their names (two clusters with
@@ -527,10 +571,13 @@ def group_ids(con: Connection, documents: str, members: str, result: str,
     con.execute("CREATE TABLE _edges AS SELECT m AS a, b FROM _named WHERE b <> m")
     components_sql(con, "_edges", "_components", placement, budget)
     con.execute("DROP TABLE _edges")
-    con.execute(f"CREATE TABLE {result} AS SELECT n.a AS doc_id, coalesce(c.root, n.m) AS group_id"
+    con.execute("CREATE TABLE _grouped AS SELECT n.a AS doc_id, coalesce(c.root, n.m) AS group_id"
                 " FROM _named n LEFT JOIN _components c ON c.node = n.m WHERE n.r = 1")
     con.execute("DROP TABLE _named")
     con.execute("DROP TABLE _components")
+    con.execute(f"CREATE TABLE {result} AS SELECT doc_id, group_id,"
+                " count(*) OVER (PARTITION BY group_id) AS group_size FROM _grouped")
+    con.execute("DROP TABLE _grouped")
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -554,9 +601,9 @@ def gather_candidates(store: Store, partitions: Sequence[str],
 
 
 def duplicate_groups(doc_ids: pa.Array | pa.ChunkedArray,
-                     memberships: Iterable[pa.Table]) -> pa.Array:
-    """`group_ids` of `doc_ids` (unique) in their order, each membership table (`doc_id`,
-    `cluster_id`) its own scope."""
+                     memberships: Iterable[pa.Table]) -> pa.Table:
+    """`group_ids` of `doc_ids` (unique) in their order (`group_id`, `group_size`), each
+    membership table (`doc_id`, `cluster_id`) its own scope."""
     with duckdb_session() as con:
         con.register("_ids", pa.table({"doc_id": doc_ids,
                                        "position": np.arange(len(doc_ids))}))
@@ -569,9 +616,9 @@ def duplicate_groups(doc_ids: pa.Array | pa.ChunkedArray,
                         "CAST(doc_id AS VARCHAR) FROM _members", [str(scope)])
             con.unregister("_members")
         group_ids(con, "ids", "members", "groups")
-        return con.sql("SELECT coalesce(group_id, doc_id) AS group_id FROM ids"
-                       " LEFT JOIN groups USING (doc_id) ORDER BY position"
-                       ).to_arrow_table()["group_id"].combine_chunks()
+        return con.sql("SELECT coalesce(group_id, doc_id) AS group_id,"
+                       " coalesce(group_size, 1) AS group_size FROM ids"
+                       " LEFT JOIN groups USING (doc_id) ORDER BY position").to_arrow_table()
 
 
 # --- selection -------------------------------------------------------------------------------
@@ -594,15 +641,73 @@ def _require_scores(con: Connection, rows: str, what: str) -> None:
                             "configured and quality_scores materialized?")
 
 
-def _top_fraction(table: str, pool: str, fraction: float) -> str:
-    """SQL: `table`'s rows with `cut`, true for the rows of `pool` (a condition) outside the
-    top `ceil(fraction * n)` by score of their language (ties: the smaller doc_id)."""
-    window = f"PARTITION BY ({pool}), language"
+# The quality cut's rank search (`_last_kept`): bins a score range is counted in per round,
+# and the rows at most that a range is sorted at instead
+SCORE_BINS = 4096
+SORTED_ROWS = 1 << 20
+
+
+def _top_fraction(con: Connection, table: str, pool: str, fraction: float,
+                  columns: str) -> str:
+    """SQL: `columns` of `table`'s rows with `cut`, true for the rows of `pool` (a condition)
+    outside the top `ceil(fraction * n)` by score of their language (ties: the smaller
+    doc_id). The rows are compared with each language's last row kept (`_last_kept`), never
+    sorted; the SQL reads its table `_cuts`, which the next call replaces."""
+    _last_kept(con, table, pool, fraction)
     return f"""
-        SELECT *, ({pool}) AND row_number() OVER ({window} ORDER BY score DESC, doc_id)
-                  > ceil({float(fraction)!r}::DOUBLE * count(*) OVER ({window})
-                         - 1e-9::DOUBLE) AS cut
-        FROM {table}"""
+        SELECT {columns}, ({pool}) AND (score < last_score
+                                        OR (score = last_score AND doc_id > last_doc_id)) AS cut
+        FROM {table} LEFT JOIN _cuts ON cut_language IS NOT DISTINCT FROM language"""
+
+
+def _last_kept(con: Connection, table: str, pool: str, fraction: float) -> None:
+    """Table `_cuts` (`cut_language`, `last_score`, `last_doc_id`): per language of the rows of
+    `table` in `pool` (scores all set), the row ranked `ceil(fraction * n)` by score (ties:
+    the smaller doc_id).
+
+    A selection by histograms rather than a sort of the pool: each language starts with its
+    whole score range; a round counts the range's rows in `SCORE_BINS` equal bins and keeps
+    the bin holding the rank (its rows' own lowest and highest score, and the rows above it).
+    A range of at most `SORTED_ROWS` rows, of one score (ties, ranked by doc_id) or with an
+    infinite end is sorted. Each round scans the pool; every range but one of ties holds
+    fewer rows than the one before (its lowest and highest scores fall in different bins), so
+    spread scores take one or two rounds. Memory: a row per language and bin, then the
+    sorted ranges (which spill)."""
+    rows = f"SELECT language, score, doc_id FROM {table} WHERE {pool}"
+    in_range = "r.language IS NOT DISTINCT FROM p.language AND p.score BETWEEN r.lo AND r.hi"
+    wide = f"n > {SORTED_ROWS} AND lo < hi AND isfinite(lo) AND isfinite(hi)"
+    con.execute(f"""
+        CREATE OR REPLACE TABLE _ranges AS
+        SELECT language, min(score) AS lo, max(score) AS hi, count(*) AS n, 0::BIGINT AS above,
+               ceil({float(fraction)!r}::DOUBLE * count(*) - 1e-9::DOUBLE)::BIGINT AS k
+        FROM ({rows}) GROUP BY language""")
+    while scalar(con, f"SELECT count(*) FROM _ranges WHERE {wide}"):
+        con.execute(f"""
+            CREATE OR REPLACE TABLE _bins AS
+            SELECT r.language, least(floor((p.score - r.lo) / (r.hi - r.lo) * {SCORE_BINS}),
+                                     {SCORE_BINS - 1})::BIGINT AS bin,
+                   min(p.score) AS lo, max(p.score) AS hi, count(*) AS n
+            FROM ({rows}) p JOIN (SELECT * FROM _ranges WHERE {wide}) r ON {in_range}
+            GROUP BY ALL""")
+        # the bin where the rows counted from the top reach the rank
+        con.execute(f"""
+            CREATE OR REPLACE TABLE _ranges AS
+            SELECT * FROM _ranges WHERE NOT ({wide})
+            UNION ALL
+            SELECT language, lo, hi, n, above + reached - n AS above, k FROM (
+                SELECT b.*, r.above, r.k, sum(b.n) OVER (PARTITION BY b.language ORDER BY b.bin
+                    DESC ROWS UNBOUNDED PRECEDING) AS reached
+                FROM _bins b JOIN _ranges r ON r.language IS NOT DISTINCT FROM b.language)
+            WHERE above + reached >= k AND above + reached - n < k""")
+    con.execute(f"""
+        CREATE OR REPLACE TABLE _cuts AS
+        SELECT language AS cut_language, score AS last_score, doc_id AS last_doc_id FROM (
+            SELECT p.*, r.k - r.above AS wanted, row_number() OVER (
+                PARTITION BY p.language ORDER BY p.score DESC, p.doc_id) AS rank
+            FROM ({rows}) p JOIN _ranges r ON {in_range})
+        WHERE rank = wanted""")
+    con.execute("DROP TABLE IF EXISTS _bins")
+    con.execute("DROP TABLE _ranges")
 
 
 def select_sql(con: Connection, recipe: RecipeConfig,
@@ -612,7 +717,9 @@ def select_sql(con: Connection, recipe: RecipeConfig,
     one per row of `candidates`, the first rule of `RULES` it fails, or `selected`; duplicates
     name their group's representative (dropped by `quality` itself when below the cut). The
     web filters (language, heuristics, added verdicts) skip the documents of
-    `curated_sources`; language and the added verdicts skip `code_sources` too."""
+    `curated_sources`; language and the added verdicts skip `code_sources` too. Table
+    `chosen`: the selected rows, as `choose_sql` makes them (carried through the selection
+    rather than joined back: at 10^8 the join's 32M-row table spilled the wide candidates)."""
     web_filter = f"NOT {_in('source', sorted(curated_sources))}"
     prose_filter = f"NOT {_in('source', sorted({*curated_sources, *code_sources}))}"
     language_ok = "coalesce(language_keep, false)"
@@ -625,9 +732,9 @@ def select_sql(con: Connection, recipe: RecipeConfig,
     contaminated = ("WHEN coalesce(contaminated, true) THEN 'contaminated'"
                     if recipe.selection.drop_contaminated else "")
     con.execute(f"""
-        CREATE TABLE judged AS
-        SELECT doc_id, partition, source, snapshot, language, text_bytes, group_id,
-               {GROUP_SIZE} AS group_size,
+        CREATE VIEW judged AS
+        SELECT doc_id, partition, source, snapshot, licence, language, text_bytes, text_part,
+               group_id, group_size,
                CASE WHEN isnan(quality_score) THEN NULL ELSE quality_score END AS score,
                CASE {licence_rule}
                     WHEN {prose_filter} AND NOT ({language_ok}) THEN 'language'
@@ -640,51 +747,62 @@ def select_sql(con: Connection, recipe: RecipeConfig,
                         THEN verdict_drop
                END AS rule
         FROM candidates""")
-    # duplicate: per group, the best-ranked member still in
+    # duplicate: per group, the best-ranked member still in; a group of one is its own best,
+    # so only the clustered documents are ranked
     if recipe.cluster_policy == "quality":  # needed where a group has two members still in
         _require_scores(con, """
             SELECT partition, score FROM (
                 SELECT partition, score, count(*) OVER (PARTITION BY group_id) AS members
-                FROM judged WHERE rule IS NULL)
+                FROM judged WHERE rule IS NULL AND group_size > 1)
             WHERE members > 1""", "cluster_policy: quality")
     policy = {"earliest": "", "longest": "coalesce(text_bytes, 0) DESC,",
               "quality": "score DESC NULLS LAST,"}[recipe.cluster_policy]
     # curated before web, then the earliest snapshot (curated: null, first), then the policy
+    kept = ", ".join((*CHOSEN_COLUMNS, "group_size"))  # what the cut and `chosen` read
     con.execute(f"""
         CREATE TABLE deduplicated AS
-        SELECT * REPLACE (CASE WHEN rule IS NULL AND best <> doc_id THEN 'duplicate'
-                               ELSE rule END AS rule),
+        SELECT {kept}, CASE WHEN rule IS NULL AND best <> doc_id THEN 'duplicate'
+                            ELSE rule END AS rule,
                CASE WHEN rule IS NULL AND best <> doc_id THEN best END AS kept_doc_id
         FROM (SELECT *, first_value(doc_id) OVER (
                   PARTITION BY rule IS NULL, group_id
                   ORDER BY source = {literal(WEB_SOURCE)}, snapshot NULLS FIRST, {policy}
                            doc_id) AS best
-              FROM judged)""")
-    con.execute("DROP TABLE judged")
+              FROM judged WHERE group_size > 1)
+        UNION ALL
+        SELECT {kept}, rule, NULL::VARCHAR AS kept_doc_id FROM judged WHERE group_size = 1""")
+    con.execute("DROP VIEW judged")
     # quality: the percentile of the distinct documents (the groups' representatives), as
     # FineWeb and BEE cut after deduplication; copies never inflate the pool
     fraction = recipe.selection.quality_top_fraction
-    rows = "SELECT *, false AS cut FROM deduplicated"
+    columns = f"{kept}, rule, kept_doc_id"
+    rows = f"SELECT {columns}, false AS cut FROM deduplicated"
     if fraction is not None:
         pool = f"rule IS NULL AND source = {literal(WEB_SOURCE)}"
         _require_scores(con, f"SELECT partition, score FROM deduplicated WHERE {pool}",
                         "selection.quality_top_fraction")
-        rows = _top_fraction("deduplicated", pool, fraction)
+        rows = _top_fraction(con, "deduplicated", pool, fraction, columns)
+    con.execute(f"""
+        CREATE VIEW ruled AS
+        SELECT * EXCLUDE (cut) REPLACE (
+            CASE WHEN cut THEN 'quality' ELSE coalesce(rule, '{SELECTED}') END AS rule)
+        FROM ({rows})""")
     con.execute(f"""
         CREATE TABLE decisions AS
         SELECT doc_id, partition, rule, rule = '{SELECTED}' AS kept, kept_doc_id, group_size
-        FROM (
-            SELECT doc_id, partition, kept_doc_id, group_size,
-                   CASE WHEN cut THEN 'quality' ELSE coalesce(rule, '{SELECTED}') END AS rule
-            FROM ({rows}))""")
+        FROM ruled""")
+    con.execute(f"CREATE TABLE chosen AS SELECT {kept} FROM ruled"
+                f" WHERE rule = '{SELECTED}' ORDER BY text_part")
+    con.execute("DROP VIEW ruled")
     con.execute("DROP TABLE deduplicated")
 
 
 def _put_candidates(con: Connection, candidates: pa.Table) -> None:
-    """Table `candidates` from `gather_candidates` rows (no text parts: estimated tokens)."""
+    """Table `candidates` from `gather_candidates` rows with their groups' sizes (no text
+    parts: estimated tokens)."""
     con.register("_candidates", candidates.select(CANDIDATE_SCHEMA.names).cast(CANDIDATE_SCHEMA))
-    con.execute("CREATE TABLE candidates AS SELECT *, NULL::INTEGER AS text_part "
-                "FROM _candidates")
+    con.execute("CREATE TABLE candidates AS SELECT *, count(*) OVER (PARTITION BY group_id)"
+                " AS group_size, NULL::INTEGER AS text_part FROM _candidates")
     con.unregister("_candidates")
 
 
@@ -883,8 +1001,9 @@ def _phase_pools(con: Connection, recipe: RecipeConfig) -> list[dict[str, _Pool]
             web = f"source = {literal(WEB_SOURCE)}"
             _require_scores(con, f"SELECT partition, score FROM selected WHERE {web}",
                             f"phases.{phase.name}.quality_top_fraction")
-            rows = (f"({_top_fraction('selected', web, phase.quality_top_fraction)}) "
-                    "WHERE NOT cut")
+            top = _top_fraction(con, "selected", web, phase.quality_top_fraction,
+                                "source, doc_id, tokens, weight, domain")
+            rows = f"({top}) WHERE NOT cut"
         con.execute(f"INSERT INTO pools SELECT {index}, source, doc_id, tokens, weight, domain "
                     f"FROM {rows}")
         notes = _cap_domains(con, index, recipe.domain_caps) if recipe.domain_caps else {}
@@ -1047,13 +1166,14 @@ class MixRun:
 
 
 def choose_sql(con: Connection) -> None:
-    """Table `chosen`: the selected rows of `candidates`, by the scrubbed part holding their
-    text (what `count_tokens_sql` reads part by part), with the decision's `group_size`."""
-    con.execute("""
+    """Table `chosen` (`CHOSEN_COLUMNS`, the decision's `group_size`) for decisions made
+    outside `select_sql` (which makes it itself): the selected rows of `candidates`, by the
+    scrubbed part holding their text (what `count_tokens_sql` reads part by part)."""
+    columns = ", ".join(f"c.{name}" for name in CHOSEN_COLUMNS if name != "score")
+    con.execute(f"""
         CREATE TABLE chosen AS
-        SELECT c.doc_id, c.partition, c.source, c.licence, c.language, c.text_bytes, c.text_part,
-               CASE WHEN isnan(c.quality_score) THEN NULL ELSE c.quality_score END AS score,
-               d.group_size
+        SELECT {columns}, CASE WHEN isnan(c.quality_score) THEN NULL ELSE c.quality_score END
+                          AS score, d.group_size
         FROM candidates c JOIN decisions d ON d.doc_id = c.doc_id AND d.kept
         ORDER BY c.text_part""")
 
@@ -1225,7 +1345,6 @@ def run_mix(con: Connection, store: Store, recipe: RecipeConfig, *,
                                  recipe.selection.quality_scorer,
                                  recipe.selection.semantic_dedup)
     select_sql(con, recipe, curated_sources, code_sources)
-    choose_sql(con)
     if recipe.domain_weights or recipe.domain_caps:
         load_domains(con, store, recipe.partition_keys())
     if tokenizer is not None:
@@ -1299,18 +1418,16 @@ def mix_selected(candidates: pa.Table, decisions: pa.Table, recipe: RecipeConfig
     with duckdb_session() as con:
         _put_candidates(con, candidates)
         con.register("_decisions", decisions)
-        con.execute(f"""
+        con.execute("""
             CREATE TABLE decisions AS
             SELECT d.doc_id, d.partition, d.rule, d.kept, d.kept_doc_id, c.group_size
-            FROM _decisions d
-                 JOIN (SELECT doc_id, {GROUP_SIZE} AS group_size FROM candidates) c
-                 ON c.doc_id = d.doc_id""")
+            FROM _decisions d JOIN candidates c ON c.doc_id = d.doc_id""")
         con.unregister("_decisions")
+        choose_sql(con)
         return _mix_put(con, recipe, token_counts)
 
 
 def _mix_put(con: Connection, recipe: RecipeConfig, token_counts: pa.Table | None) -> MixResult:
-    choose_sql(con)
     if token_counts is not None:
         con.register("_token_counts", token_counts)
         con.execute("CREATE TABLE token_counts AS SELECT CAST(doc_id AS VARCHAR) AS doc_id, "

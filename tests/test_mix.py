@@ -3,6 +3,7 @@ shares, up/downsampling with the epoch cap, phases, determinism, and the built-i
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 
@@ -10,7 +11,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from curation import mix
 from curation.config import RecipeConfig, load_pipeline, load_recipe
+from curation.duck import duckdb_session, memory_limit_bytes, scalar
 from curation.mix import (
     CANDIDATE_SCHEMA,
     RULES,
@@ -188,6 +191,39 @@ def test_quality_fraction_is_per_language_among_web_documents_still_in() -> None
     assert kept == {"en0", "en1", "fr0"}
 
 
+@pytest.mark.parametrize(("seed", "bins", "sorted_rows"),
+                         [(0, 4, 5), (1, 3, 1), (2, 4096, 1 << 20)])
+def test_quality_cut_by_histograms_keeps_the_top_of_a_sort(monkeypatch, seed: int, bins: int,
+                                                             sorted_rows: int) -> None:
+    """The cut found by narrowing score ranges (tiny bins and ranges force several rounds)
+    keeps exactly the rows a sort by (score descending, doc_id) keeps per language: ties
+    across the boundary, one language all of one score, a language without a name, a
+    language of one document, infinite scores, and documents outside the pool."""
+    monkeypatch.setattr(mix, "SCORE_BINS", bins)
+    monkeypatch.setattr(mix, "SORTED_ROWS", sorted_rows)
+    rng = random.Random(seed)
+    rows = [doc(f"d{i:04d}", language=rng.choice(["en", "de", None]),
+                quality_score=rng.choice([round(rng.random(), 2), rng.random()]))
+            for i in range(600)]
+    rows += [doc(f"t{i:03d}", language="fr", quality_score=0.25) for i in range(40)]
+    rows += [doc("solo", language="sw", quality_score=0.5),
+             doc("top", quality_score=float("inf")), doc("bottom", quality_score=float("-inf")),
+             doc("no-pool", quality_score=1.0, heuristics_keep=False),
+             doc("ref", source="ref", quality_score=0.0)]
+    fraction = rng.choice([0.1, 0.37, 0.5, 0.9])
+    decisions = decisions_by_id(select_documents(
+        table(rows), recipe(selection={"quality_top_fraction": fraction})))
+    expected = set()
+    for language in {row["language"] for row in rows}:
+        ranked = sorted((row for row in rows if row["language"] == language
+                         and row["source"] == "web" and row["heuristics_keep"]),
+                        key=lambda row: (-row["quality_score"], row["doc_id"]))
+        expected |= {row["doc_id"] for row in ranked[:math.ceil(fraction * len(ranked) - 1e-9)]}
+    assert {k for k, v in decisions.items() if v["rule"] == SELECTED} == expected | {"ref"}
+    assert {k for k, v in decisions.items() if v["rule"] == "quality"} == {
+        row["doc_id"] for row in rows} - expected - {"ref", "no-pool"}
+
+
 def test_quality_rules_need_scores() -> None:
     rows = [doc("a", quality_score=None), doc("b")]
     with pytest.raises(MixInputError, match="quality scores"):
@@ -284,12 +320,58 @@ def test_groups_join_url_exact_near_and_cross_memberships_transitively(tmp_path)
     assert gather_candidates(store, [p1]).num_rows == 5
 
 
+class _Recording:
+    """A DuckDB connection that keeps the statements it executes."""
+
+    def __init__(self, con) -> None:
+        self.con, self.statements = con, []
+
+    def execute(self, sql: str, *args):
+        self.statements.append(sql)
+        return self.con.execute(sql, *args)
+
+    def __getattr__(self, name: str):
+        return getattr(self.con, name)
+
+
+def test_the_group_join_in_hash_passes_gives_the_candidates_of_one_join(monkeypatch) -> None:
+    """`join_groups` split into passes (as a groups table past its share of the memory limit
+    is) gives the same rows, groups and sizes as one join."""
+    rng = random.Random(3)
+    rows = [doc(f"d{i:04d}") for i in range(900)]
+    gathered = table(rows).drop_columns(["verdict_drop", "group_id"])
+    members = pa.table({"scope": ["near"] * 500, "cluster_id": [
+        f"c{rng.randrange(120)}" for _ in range(500)], "doc_id": rng.sample(
+        [row["doc_id"] for row in rows], 500)})
+    found = {}
+    for passes in (1, 7):
+        with duckdb_session() as con:
+            con.register("gathered", gathered)
+            con.register("members", members)
+            mix.group_ids(con, "gathered", "members", "groups")
+            clustered = scalar(con, "SELECT count(*) FROM groups")
+            # the bytes a row that make `passes` parts of this session's limit
+            monkeypatch.setattr(mix, "GROUPS_JOIN_BYTES", passes * mix.GROUPS_JOIN_SHARE
+                                * memory_limit_bytes(con) / clustered * 0.99)
+            recording = _Recording(con)
+            mix.join_groups(recording, "gathered", "groups", "NULL::VARCHAR", "NULL::INTEGER")
+            found[passes] = con.sql("SELECT doc_id, group_id, group_size, source FROM candidates"
+                                    " ORDER BY doc_id").fetchall()
+            assert sum("candidates" in sql for sql in recording.statements) == passes
+    assert found[7] == found[1] and len(found[1]) == 900
+    sizes = Counter(group for _, group, _, _ in found[1])
+    assert [size for _, group, size, _ in found[1]] == [sizes[group] for _, group, _, _ in found[1]]
+    assert 1 < max(sizes.values()) and min(sizes.values()) == 1
+
+
 def test_cluster_ids_of_different_tables_never_merge() -> None:
     ids = pa.array(["a", "b", "c", "d"])
     first = pa.table({"doc_id": ["a", "b"], "cluster_id": ["k", "k"]})
     second = pa.table({"doc_id": ["c", "d", "x"], "cluster_id": ["k", "k", "k"]})
-    assert duplicate_groups(ids, [first, second]).to_pylist() == ["a", "a", "c", "c"]
-    assert duplicate_groups(pa.array(["b", "a"]), []).to_pylist() == ["b", "a"]
+    assert duplicate_groups(ids, [first, second]).to_pydict() == {
+        "group_id": ["a", "a", "c", "c"], "group_size": [2, 2, 2, 2]}
+    assert duplicate_groups(pa.array(["b", "a"]), []).to_pydict() == {
+        "group_id": ["b", "a"], "group_size": [1, 1]}
 
 
 def _reference_groups(doc_ids: list[str], memberships: list[pa.Table]) -> list[str]:
@@ -331,9 +413,12 @@ def test_duplicate_groups_match_a_union_find_over_the_documents(seed: int) -> No
     cross = pa.table({"doc_id": (docs := rng.sample(doc_ids, 40) + outside[15:]),
                       "cluster_id": [f"c{rng.randrange(12)}" for _ in docs]})
     order = rng.sample(doc_ids, len(doc_ids))
-    found = duplicate_groups(pa.array(order), [near, exact, cross]).to_pylist()
-    assert found == _reference_groups(order, [near, exact, cross])
-    assert 1 < len(set(found)) < len(order) - 150
+    found = duplicate_groups(pa.array(order), [near, exact, cross])
+    expected = _reference_groups(order, [near, exact, cross])
+    assert found["group_id"].to_pylist() == expected
+    sizes = Counter(expected)  # the recipe's documents only, never the members left out
+    assert found["group_size"].to_pylist() == [sizes[group] for group in expected]
+    assert 1 < len(sizes) < len(order) - 150
 
 
 def test_recipe_without_the_earliest_snapshot_keeps_a_copy_from_another(tmp_path) -> None:

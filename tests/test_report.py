@@ -179,7 +179,7 @@ def _recipe_groups(store: LocalStore, curated: list[str], doc_ids: pa.Array) -> 
                    or asset == CURATED_DEDUP]
     memberships.append(PartitionLayout(store, CROSS_DEDUP, ALL).read_table(
         ["doc_id", "cluster_id"], name="part"))
-    groups = duplicate_groups(doc_ids, memberships).to_pylist()
+    groups = duplicate_groups(doc_ids, memberships)["group_id"].to_pylist()
     sizes = {group: groups.count(group) for group in set(groups)}
     return {doc: sizes[group] for doc, group in zip(doc_ids.to_pylist(), groups, strict=True)}
 
