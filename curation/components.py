@@ -22,7 +22,6 @@ without spilling (`_distinct`): DuckDB's own spilling aggregate fails now and th
 
 from __future__ import annotations
 
-import math
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,7 +31,14 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from curation.duck import MemoryBudget, current_budget, memory_limit_bytes, scalar, write_hash_parts
+from curation.duck import (
+    MemoryBudget,
+    current_budget,
+    memory_limit_bytes,
+    part_count,
+    scalar,
+    write_hash_parts,
+)
 
 NODE_BYTES = 40
 """What the in-memory path holds per node: the parent array, its copies while compressing and
@@ -173,7 +179,7 @@ def _distinct(con: duckdb.DuckDBPyConnection, query: str, columns: list[str], ro
     spill under (duckdb/duckdb#14132, #22474; measured in benchmarks/results/scale.md).
     Returns the number of parts."""
     limit = memory_limit_bytes(con)
-    parts = max(1, math.ceil(rows * ROW_BYTES / (DISTINCT_SHARE * limit)))
+    parts = part_count(con, rows, ROW_BYTES, DISTINCT_SHARE)
     names = ", ".join(columns)
     if parts == 1:  # the whole input fits in memory: nothing to spill
         con.execute(f"CREATE TABLE {table} AS SELECT DISTINCT {names} FROM ({query})")

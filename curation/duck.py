@@ -15,6 +15,7 @@ workers get it through their runtime environment) work under the same budget.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -133,6 +134,12 @@ def memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> int:
 
 
 _UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def part_count(con: duckdb.DuckDBPyConnection, rows: int, row_bytes: float, share: float) -> int:
+    """Hash parts (at least one) for `rows` rows of about `row_bytes` each, so that one part
+    takes about `share` of the session's memory limit."""
+    return max(1, math.ceil(rows * row_bytes / (share * memory_limit_bytes(con))))
 
 
 def write_hash_parts(reader: Iterable[pa.RecordBatch], parts: int, folder: Path,

@@ -112,7 +112,7 @@ from curation.duck import (
     ident,
     insert_parts,
     literal,
-    memory_limit_bytes,
+    part_count,
     scalar,
 )
 from curation.graph import (
@@ -516,9 +516,8 @@ def join_groups(con: Connection, gathered: str, groups: str, verdict_drop: str,
     225.4 in 16; these settings give 8 there)."""
     columns = ", ".join(f"g.{name}" for name in CANDIDATE_SCHEMA.names
                         if name not in ("verdict_drop", "group_id"))
-    rows = scalar(con, f"SELECT count(*) FROM {groups}")
-    passes = max(1, math.ceil(rows * GROUPS_JOIN_BYTES
-                              / (GROUPS_JOIN_SHARE * memory_limit_bytes(con))))
+    passes = part_count(con, scalar(con, f"SELECT count(*) FROM {groups}"), GROUPS_JOIN_BYTES,
+                        GROUPS_JOIN_SHARE)
     for number in range(passes):
         into = "INSERT INTO candidates" if number else "CREATE TABLE candidates AS"
         part = f"% {passes} = {number}"  # a doc_id's hash modulo the passes

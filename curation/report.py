@@ -61,7 +61,6 @@ import heapq
 import html
 import io
 import json
-import math
 import re
 import tempfile
 from collections import Counter, defaultdict
@@ -81,7 +80,7 @@ from curation.duck import (
     duckdb_session,
     ident,
     literal,
-    memory_limit_bytes,
+    part_count,
     register_parts,
     scalar,
     write_hash_parts,
@@ -487,7 +486,7 @@ def _decode(frame: pa.Table, strings: pa.Array) -> pa.Table:
 def _part_count(con: duckdb.DuckDBPyConnection, documents: int) -> int:
     """Hash parts for `documents`: each about `GROUP_SHARE` of the memory limit at
     `GROUP_BYTES` a document."""
-    return max(1, math.ceil(documents * GROUP_BYTES / (GROUP_SHARE * memory_limit_bytes(con))))
+    return part_count(con, documents, GROUP_BYTES, GROUP_SHARE)
 
 
 def _hash_parts(con: duckdb.DuckDBPyConnection, relation: str, documents: int,
