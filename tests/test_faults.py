@@ -789,13 +789,15 @@ def test_a_run_whose_lock_was_taken_over_stops_before_its_manifest(tmp_path) -> 
     run = PartitionRun(store, "slow", "P", "v1")
     settings = LockSettings(wait_seconds=1, stale_seconds=5, heartbeat_seconds=0.1)
 
-    def thief() -> None:
-        time.sleep(0.3)  # another run decided this one was stale and took the lock over
-        store.write_bytes("slow/P/_lock", _lock_payload(run_id="thief"))
+    def thief(result: Any, done: int, total: int) -> None:
+        # Another run decided this one was stale and took the lock over, after the first task
+        # (a timer thread lost the race on a loaded machine: the run finished first).
+        if done == 1:
+            store.write_bytes("slow/P/_lock", _lock_payload(run_id="thief"))
 
-    threading.Thread(target=thief, daemon=True).start()
     with pytest.raises(LockLostError, match="lost its lock"):
-        run_partition(run, 6, SlowWork(0.2), workers=0, lock=settings, run_id="victim")
+        run_partition(run, 6, SlowWork(0.2), workers=0, on_task_done=thief, lock=settings,
+                      run_id="victim")
     assert not store.exists("slow/P/_manifest.json")
     assert json.loads(store.read_bytes("slow/P/_lock"))["run_id"] == "thief"
 
