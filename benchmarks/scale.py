@@ -213,23 +213,39 @@ def step_exact_keys(data: Generated, out: Path) -> dict[str, Any]:
 def step_near_dup(data: Generated, out: Path) -> dict[str, Any]:
     """LSH grouping as `dedup_clusters` runs it: band rows into the exchange, star edges per
     bucket, then the connected components over every bucket's edges."""
-    from curation.dedup import stored_edge_clusters_sql
     from curation.duck import duckdb_session
-    from curation.stages.dedup import BAND_ROW_BYTES, BandBucket, reduce_stats
+
+    store, reduced = _near_dup_edges(data, out)
+    wall, cpu = time.perf_counter(), time.process_time()  # this process: the session's threads
+    with duckdb_session() as con:
+        result = _near_dup_components(store, reduced, out, con)
+    store.delete_prefix("work")
+    return {**result, "components_wall_s": round(time.perf_counter() - wall, 1),
+            "components_cpu_s": round(time.process_time() - cpu, 1)}
+
+
+def _near_dup_edges(data: Generated, out: Path) -> tuple[Any, list[Any]]:
+    """near_dup's map and reduce rounds: the store and each bucket's star edges."""
+    from curation.stages.dedup import BAND_ROW_BYTES, BandBucket
+
+    return _grouped(data, out, "near_dup", None, BAND_ROW_BYTES, BandBucket)
+
+
+def _near_dup_components(store: Any, reduced: list[Any], out: Path, con: Any) -> dict[str, Any]:
+    """near_dup's connected components over the reduced buckets' edges in `con`, the clusters
+    written to `out`; the step's result."""
+    from curation.dedup import stored_edge_clusters_sql
+    from curation.stages.dedup import reduce_stats
     from curation.star_components import TaskPlacement
 
-    store, reduced = _grouped(data, out, "near_dup", None, BAND_ROW_BYTES, BandBucket)
     placement = TaskPlacement(store, "work/components", WORKERS,
                               os.environ.get(COMPONENTS_ENV, "auto"))
-    with duckdb_session() as con:
-        stats = stored_edge_clusters_sql(con, [key for key, _ in reduced], "clusters",
-                                         reduce_stats([c for _, c in reduced]), placement)
-        result = {**_copy_clusters(con, "clusters", out / NEAR_CLUSTERS),
-                  "edges": stats.edges, "hot_buckets": stats.hot_buckets,
-                  "capped_members": stats.capped_members, "rounds": stats.rounds,
-                  "buckets": len(reduced)}
-    store.delete_prefix("work")
-    return result
+    stats = stored_edge_clusters_sql(con, [key for key, _ in reduced], "clusters",
+                                     reduce_stats([c for _, c in reduced]), placement)
+    return {**_copy_clusters(con, "clusters", out / NEAR_CLUSTERS),
+            "edges": stats.edges, "hot_buckets": stats.hot_buckets,
+            "capped_members": stats.capped_members, "rounds": stats.rounds,
+            "buckets": len(reduced)}
 
 
 def step_cross_index(data: Generated, out: Path) -> dict[str, Any]:

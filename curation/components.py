@@ -15,9 +15,10 @@ component is its smallest node), then:
   on chains and random graphs, however the ids are ordered. Python holds only counts; memory
   is DuckDB's `memory_limit`, whatever the number of nodes or edges.
 
-Every DISTINCT over the edges or their nodes (the node list, each round's contracted edges)
-runs part by part over hash partitions written to local disk, each small enough to group
-without spilling (`_distinct`): DuckDB's own spilling aggregate fails now and then.
+Every DISTINCT over the edges or their nodes (repeated edges' distinct pairs, the node list,
+each round's contracted edges) runs part by part over hash partitions written to local disk,
+each small enough to group without spilling (`_distinct`): DuckDB's own spilling aggregate
+fails now and then.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ ROW_BYTES = 64
 """The sizing allowance for one input row of a distinct part (a 16-character string node or a
 pair of ids, with its hash and the hash table's entry): an estimate, not a measurement; the
 parts it gives passed at 70 MB in benchmarks/components_low_memory.py."""
+PAIR_ROW_BYTES = 2 * ROW_BYTES
+"""The same allowance for a pair of string nodes (the distinct of repeated edges)."""
 DISTINCT_SHARE = 0.25
 DISTINCT_BATCH = 1 << 18
 DISTINCT_BATCH_BYTES = 1024
@@ -62,13 +65,15 @@ live in Python, outside DuckDB's limit (batches of 2M rows raised the process's 
 class ComponentsRun:
     """`rounds`: hooking rounds of the SQL path (0: the in-memory path ran); `jumps`: pointer
     jumping passes over the hooked roots; `nodes`, `edges`: distinct nodes and input rows;
-    `node_parts`: the hash partitions the distinct nodes were found in (see `_distinct`)."""
+    `node_parts`: the hash partitions the distinct nodes were found in (see `_distinct`);
+    `pairs`: the distinct edges the ids were joined onto (`edges` unless `repeated_edges`)."""
 
     rounds: int
     nodes: int
     edges: int
     jumps: int = 0
     node_parts: int = 1
+    pairs: int = 0
 
 
 def in_memory(nodes: int, budget: MemoryBudget) -> bool:
@@ -171,15 +176,15 @@ def _hook_rounds(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
 
 
 def _distinct(con: duckdb.DuckDBPyConnection, query: str, columns: list[str], rows: int,
-              table: str) -> int:
+              table: str, row_bytes: int = ROW_BYTES) -> int:
     """Create `table` with the distinct rows of `query` (its `columns`, `rows` at most), grouped
     part by part: the rows are first streamed out of DuckDB into hash partitions on local disk,
-    each a `DISTINCT_SHARE` of the memory limit, so no aggregate has to spill. DuckDB 2.0's
-    hash aggregate over millions of groups fails now and then at a memory limit it should
-    spill under (duckdb/duckdb#14132, #22474; measured in benchmarks/results/scale.md).
-    Returns the number of parts."""
+    each a `DISTINCT_SHARE` of the memory limit at `row_bytes` a row, so no aggregate has to
+    spill. DuckDB 2.0's hash aggregate over millions of groups fails now and then at a memory
+    limit it should spill under (duckdb/duckdb#14132, #22474; measured in
+    benchmarks/results/scale.md). Returns the number of parts."""
     limit = memory_limit_bytes(con)
-    parts = part_count(con, rows, ROW_BYTES, DISTINCT_SHARE)
+    parts = part_count(con, rows, row_bytes, DISTINCT_SHARE)
     names = ", ".join(columns)
     if parts == 1:  # the whole input fits in memory: nothing to spill
         con.execute(f"CREATE TABLE {table} AS SELECT DISTINCT {names} FROM ({query})")
@@ -201,19 +206,29 @@ def _distinct(con: duckdb.DuckDBPyConnection, query: str, columns: list[str], ro
 
 
 def connected_components_sql(con: duckdb.DuckDBPyConnection, edges: str, result: str, *,
-                             budget: MemoryBudget | None = None) -> ComponentsRun:
+                             budget: MemoryBudget | None = None,
+                             repeated_edges: bool = False) -> ComponentsRun:
     """Create table `result` (`node`, `root`): every node of the relation `edges` (columns `a`,
     `b` of one type, VARCHAR or BIGINT) and the smallest node of its component. Runs in memory
     when the nodes fit `IN_MEMORY_SHARE` of `budget` (default: the current budget), else in
-    DuckDB by hooking rounds (see the module); both give the same table."""
+    DuckDB by hooking rounds (see the module); both give the same table.
+
+    `repeated_edges`: most edges repeat (LSH star edges, once per band two documents share: 6x
+    at 10^7 synthetic documents), so the distinct pairs are found first, in parts like every
+    distinct, and the nodes and their ids come from those: the joins that give each edge its
+    ids, the costliest statements at 10^8, then run over each pair once."""
     budget = budget or current_budget()
-    count_edges = scalar(con, f"SELECT count(*) FROM {edges}")
+    count_edges = pairs = scalar(con, f"SELECT count(*) FROM {edges}")
+    if repeated_edges:
+        _distinct(con, f"SELECT least(a, b) AS a, greatest(a, b) AS b FROM {edges}", ["a", "b"],
+                  count_edges, "_cc_pairs", PAIR_ROW_BYTES)
+        edges, pairs = "_cc_pairs", scalar(con, "SELECT count(*) FROM _cc_pairs")
     # Dense ids in node order: the smallest id of a component is its smallest node. The
     # distinct nodes are grouped part by part (`_distinct`), then one operator with a large
     # state per statement: a statement holding two (the window's sort and a hash table, or two
     # joins' hash tables) does not fit a 64 MB memory_limit at a few million string nodes.
     node_parts = _distinct(con, f"SELECT a AS node FROM {edges} UNION ALL SELECT b FROM {edges}",
-                           ["node"], 2 * count_edges, "_cc_distinct")
+                           ["node"], 2 * pairs, "_cc_distinct")
     con.execute("CREATE TABLE _cc_nodes AS SELECT node,"
                 " (row_number() OVER (ORDER BY node) - 1)::BIGINT AS id FROM _cc_distinct")
     con.execute("DROP TABLE _cc_distinct")
@@ -223,6 +238,8 @@ def connected_components_sql(con: duckdb.DuckDBPyConnection, edges: str, result:
     con.execute("CREATE TABLE _cc_ids AS SELECT h.a, y.id AS b FROM _cc_half h"
                 " JOIN _cc_nodes y ON h.b = y.node")
     con.execute("DROP TABLE _cc_half")
+    if repeated_edges:
+        con.execute("DROP TABLE _cc_pairs")
     if in_memory(nodes, budget):
         _union_find(con, nodes)
         rounds = jumps = 0
@@ -237,4 +254,4 @@ def connected_components_sql(con: duckdb.DuckDBPyConnection, edges: str, result:
     con.execute("DROP TABLE _cc_named")
     con.execute("DROP TABLE _cc_parent")
     con.execute("DROP TABLE _cc_nodes")
-    return ComponentsRun(rounds, nodes, count_edges, jumps, node_parts)
+    return ComponentsRun(rounds, nodes, count_edges, jumps, node_parts, pairs)

@@ -216,14 +216,15 @@ def frequent_lines(
 
 
 def _components(con: duckdb.DuckDBPyConnection, edges: str, result: str,
-                placement: TaskPlacement | None = None) -> int:
+                placement: TaskPlacement | None = None, repeated_edges: bool = False) -> int:
     """Table `result` (`doc_id`, `cluster_id` = the smallest doc_id, `cluster_size`) for every
     document in the relation `edges` (`doc_id`, `other_doc_id`), by
-    `curation.components.connected_components_sql`, or as tasks where `placement` says
-    (`curation.star_components.components_sql`). Returns its rounds."""
+    `curation.components.connected_components_sql` (`repeated_edges`: see there), or as tasks
+    where `placement` says (`curation.star_components.components_sql`). Returns its rounds."""
     con.execute("CREATE OR REPLACE TEMP VIEW _pairs AS"
                 f" SELECT doc_id AS a, other_doc_id AS b FROM {edges}")
-    rounds = components_sql(con, "_pairs", "_components", placement)
+    rounds = components_sql(con, "_pairs", "_components", placement,
+                            repeated_edges=repeated_edges)
     _label_clusters(con, "_components", result)
     con.execute("DROP TABLE _components")
     con.execute("DROP VIEW _pairs")
@@ -576,9 +577,11 @@ def verified_band_rows_edges_sql(con: duckdb.DuckDBPyConnection, band_rows: str,
 def edge_clusters_sql(con: duckdb.DuckDBPyConnection, edges: str, result: str,
                       stats: ClusterStats) -> ClusterStats:
     """Table `result` (`doc_id`, `cluster_id`, `cluster_size`, unordered): the connected
-    components of the relation `edges` (`doc_id`, `other_doc_id`); returns `stats` (the edges'
-    counts) with the clusters' and the components' rounds."""
-    return _with_clusters(con, result, stats, _components(con, edges, result))
+    components of the relation `edges` (`doc_id`, `other_doc_id`: star edges, repeated once per
+    band two documents share); returns `stats` (the edges' counts) with the clusters' and the
+    components' rounds."""
+    return _with_clusters(con, result, stats,
+                          _components(con, edges, result, repeated_edges=True))
 
 
 def stored_edge_clusters_sql(con: duckdb.DuckDBPyConnection, edges: Sequence[str],

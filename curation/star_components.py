@@ -192,17 +192,20 @@ class TaskPlacement:
 
 
 def components_sql(con: duckdb.DuckDBPyConnection, edges: str, result: str,
-                   placement: TaskPlacement | None, budget: MemoryBudget | None = None) -> int:
+                   placement: TaskPlacement | None, budget: MemoryBudget | None = None,
+                   repeated_edges: bool = False) -> int:
     """Table `result` (`node`, `root`) for the relation `edges` (string `a`, `b`; none gives
     an empty table): as tasks over the exchange when `placement` asks for them (this session
     seeds the first step's buckets itself; everything under its prefix is removed after), else
-    `connected_components_sql` in this session. Returns the rounds."""
+    `connected_components_sql` in this session (with `repeated_edges`, see there). Returns the
+    rounds."""
     rows = scalar(con, f"SELECT count(*) FROM {edges}")
     if not rows:
         con.execute(f"CREATE TABLE {result} AS SELECT a AS node, b AS root FROM {edges} LIMIT 0")
         return 0
     if placement is None or not on_tasks(placement.mode, rows, budget):
-        return connected_components_sql(con, edges, result, budget=budget).rounds
+        return connected_components_sql(con, edges, result, budget=budget,
+                                        repeated_edges=repeated_edges).rounds
     first = _Exchanges(placement.store, placement.prefix,
                        bucket_count(2 * rows, DIRECTED_ROW_BYTES, workers=placement.workers))
     seeded, loops = first.seed(con, edges, "a", "b", "parent")

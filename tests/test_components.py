@@ -40,11 +40,12 @@ def oracle(a: np.ndarray, b: np.ndarray) -> dict:
 
 
 def components(edges: pa.Table, budget: MemoryBudget, tmp_path: Path,
-               memory_limit: str = "200MB") -> tuple[dict, ComponentsRun]:
+               memory_limit: str = "200MB", repeated: bool = False) -> tuple[dict, ComponentsRun]:
     settings = DuckDBSettings(memory_limit, threads=2, temp_directory=str(tmp_path))
     with duckdb_session(settings) as con:
         con.register("edge_input", edges)
-        run = connected_components_sql(con, "edge_input", "found", budget=budget)
+        run = connected_components_sql(con, "edge_input", "found", budget=budget,
+                                       repeated_edges=repeated)
         rows = con.sql("SELECT node, root FROM found").fetchall()
     assert len(rows) == run.nodes == len({node for node, _ in rows})
     return dict(rows), run
@@ -98,12 +99,16 @@ def test_stars_centred_on_largest_and_smallest_node(path: str, tmp_path: Path) -
     assert run.rounds <= 2
 
 
+@pytest.mark.parametrize("repeated", [False, True])
 @pytest.mark.parametrize("path", PATHS)
-def test_singletons_pairs_self_loops_and_duplicate_edges(path: str, tmp_path: Path) -> None:
+def test_singletons_pairs_self_loops_and_duplicate_edges(path: str, repeated: bool,
+                                                         tmp_path: Path) -> None:
     a = np.array([7, 3, 3, 9, 8, 20, 21, 21, 42])
     b = np.array([7, 4, 4, 8, 9, 21, 20, 22, 42])
-    found, _ = components(integer_edges(a, b), PATHS[path], tmp_path)
+    found, run = components(integer_edges(a, b), PATHS[path], tmp_path, repeated=repeated)
     assert found == {7: 7, 3: 3, 4: 3, 8: 8, 9: 8, 20: 20, 21: 20, 22: 20, 42: 42}
+    # Both directions of one pair and a self-loop's repeat count once when they repeat.
+    assert (run.edges, run.pairs) == (9, 6 if repeated else 9)
 
 
 @pytest.mark.parametrize("seed", [2, 3])
@@ -173,3 +178,23 @@ def test_distinct_nodes_run_in_parts_under_a_low_limit(tmp_path: Path) -> None:
     _, roomy = components(pa.table({"a": names[a], "b": names[b]}), TINY, tmp_path,
                           memory_limit="2GB")
     assert roomy.node_parts == 1
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_repeated_string_edges_in_parts_give_the_clusters_of_every_edge(path: str,
+                                                                      tmp_path: Path) -> None:
+    """Star edges repeated as LSH bands repeat them (each pair up to 14 times, either way
+    round): the distinct pairs, found in hash parts under 64 MB, give every node and the
+    components of all the edges."""
+    rng = np.random.default_rng(8)
+    a, b = rng.integers(0, 40_000, 30_000), rng.integers(0, 40_000, 30_000)
+    repeats = rng.integers(1, 15, a.size)
+    a, b = np.repeat(a, repeats), np.repeat(b, repeats)
+    flip = rng.random(a.size) < 0.5
+    a, b = np.where(flip, b, a), np.where(flip, a, b)
+    names = np.array([f"doc-{i:012d}" for i in rng.permutation(40_000)])
+    edges = pa.table({"a": names[a], "b": names[b]})
+    found, run = components(edges, PATHS[path], tmp_path, memory_limit="64MB", repeated=True)
+    assert found == oracle(names[a], names[b])
+    distinct = {tuple(sorted(pair)) for pair in zip(a.tolist(), b.tolist(), strict=True)}
+    assert (run.edges, run.pairs) == (a.size, len(distinct)) and run.edges > 4 * run.pairs
