@@ -216,7 +216,8 @@ def step_near_dup(data: Generated, out: Path) -> dict[str, Any]:
     from curation.duck import duckdb_session
 
     store, reduced = _near_dup_edges(data, out)
-    wall, cpu = time.perf_counter(), time.process_time()  # this process: the session's threads
+    # This process's CPU (the session's threads); tasks (SCALE_COMPONENTS=tasks) are not in it.
+    wall, cpu = time.perf_counter(), time.process_time()
     with duckdb_session() as con:
         result = _near_dup_components(store, reduced, out, con)
     store.delete_prefix("work")
