@@ -9,7 +9,9 @@ session timed (wall and CPU seconds of this process), in one process under the b
 times its map and reduce rounds (the CPU of the whole process tree: the pool's workers too),
 then its connected components statement by statement. Prints the total and the statements
 with the most wall time; writes every statement's times to `<step>_profile.json` under
-`--work`. Compare two sizes by their statements' CPU seconds.
+`--work`. Compare two sizes by their statements' CPU seconds. `--step cross_components` times
+the connected components over the cross-partition index a `--steps cross_index` run left in
+`out/cross` (the index itself is not rebuilt).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from benchmarks.scale import (  # noqa: E402
     _spec_of,
 )
 from benchmarks.synthetic import Generated  # noqa: E402
+from curation.dedup import CrossIndex  # noqa: E402
 from curation.duck import MEMORY_ENV, SPILL_ENV, duckdb_session  # noqa: E402
 
 SAMPLE_INTERVAL = 0.2
@@ -79,18 +82,20 @@ def _profile(step: str, data: Generated, out: Path, phases: Phases) -> list[Any]
         timed = TimedConnection(con)
         if step == "mix":
             _mix_session(data, out, timed)
+        elif step == "cross_components":
+            CrossIndex(out / "cross").clusters_sql(timed, "clusters")
         else:
             store, reduced = _near_dup_edges(data, out)
             phases.end("map and reduce")
             _near_dup_components(store, reduced, out, timed)
             store.delete_prefix("work")
-    phases.end("session" if step == "mix" else "components")
+    phases.end("components" if step != "mix" else "session")
     return timed.times
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--step", choices=("mix", "near_dup"), default="mix")
+    parser.add_argument("--step", choices=("mix", "near_dup", "cross_components"), default="mix")
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--memory-gb", type=float, default=1.0)
     parser.add_argument("--top", type=int, default=25)

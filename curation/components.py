@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from curation.duck import (
+    MIN_DUCKDB_MB,
     MemoryBudget,
     current_budget,
     memory_limit_bytes,
@@ -41,10 +42,17 @@ from curation.duck import (
     write_hash_parts,
 )
 
-NODE_BYTES = 40
-"""What the in-memory path holds per node: the parent array, its copies while compressing and
-the roots table handed back to DuckDB."""
-IN_MEMORY_SHARE = 0.25
+NODE_BYTES = 4
+"""What the in-memory path holds per node: the parent array, int32 under 2**31 nodes (int64,
+8 bytes, above). Everything else it allocates is a batch's or a chunk's."""
+BATCH_ROW_BYTES = 48
+"""What it holds per edge of a batch (two int64 ids from DuckDB, their narrow copies, roots and
+masks), per node of a chunk being compressed (the gathered parents, numpy's int64 copy of them
+as indices, a flag) or per row of a chunk of roots handed back to DuckDB (two int64 columns
+and a copy)."""
+IN_MEMORY_SHARE = 0.5
+"""Of the budget, for the in-memory path; DuckDB's limit is lowered by what it takes while it
+runs (DuckDB only streams the edges out then), so the process stays within the budget."""
 EDGE_BATCH = 1 << 21
 ROW_BYTES = 64
 """The sizing allowance for one input row of a distinct part (a 16-character string node or a
@@ -76,57 +84,112 @@ class ComponentsRun:
     pairs: int = 0
 
 
+def _id_type(nodes: int) -> type[np.signedinteger]:
+    """The narrowest id type for `nodes` nodes: int32 up to 2**31, which halves the arrays."""
+    return np.int32 if nodes <= np.iinfo(np.int32).max else np.int64
+
+
+def _batch_rows(nodes: int) -> int:
+    """Edges a batch of the in-memory path, and roots a chunk handed back: `EDGE_BATCH` at most,
+    fewer for a small graph (its batches are small anyway), so a small budget still takes it."""
+    return min(EDGE_BATCH, max(nodes, 1 << 16))
+
+
+def union_find_bytes(nodes: int) -> int:
+    """What the in-memory path holds for `nodes` nodes."""
+    per_node = NODE_BYTES * np.dtype(_id_type(nodes)).itemsize // 4
+    return nodes * per_node + _batch_rows(nodes) * BATCH_ROW_BYTES
+
+
 def in_memory(nodes: int, budget: MemoryBudget) -> bool:
     """Whether `nodes` are few enough for the in-memory union-find under `budget`."""
-    return nodes * NODE_BYTES < IN_MEMORY_SHARE * budget.memory_bytes
+    return union_find_bytes(nodes) < IN_MEMORY_SHARE * budget.memory_bytes
 
 
 # --- in memory ----------------------------------------------------------------------------------
 
 
 def _compress(parent: np.ndarray) -> None:
-    """Pointer jumping (the vectorised form of path halving) until every node points at its
-    root: O(n log depth)."""
-    while True:
-        grand = parent[parent]
-        if np.array_equal(grand, parent):
-            return
-        parent[:] = grand
+    """Pointer jumping over every node until each points at its root: O(n log depth). In
+    place, a chunk of `EDGE_BATCH` nodes at a time: a whole-array gather allocates a copy and
+    numpy's int64 copy of the int32 indices, 12 bytes a node beyond the parents' 4. A chunk
+    that reads parents a chunk before it updated jumps further, never past a root."""
+    changed = True
+    while changed:
+        changed = False
+        for start in range(0, parent.size, EDGE_BATCH):
+            chunk = parent[start:start + EDGE_BATCH]
+            grand = parent[chunk]
+            if not changed and not np.array_equal(grand, chunk):
+                changed = True
+            chunk[:] = grand
+
+
+def _find(parent: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """The root of each of `nodes`, following parents from the nodes of one batch only (not a
+    pass over every node, which made the union-find quadratic: a batch of 2M edges paid for
+    all 30M nodes); each node is then pointed straight at its root."""
+    roots = parent[nodes]
+    pending = np.flatnonzero(parent[roots] != roots)
+    while pending.size:
+        roots[pending] = parent[roots[pending]]
+        pending = pending[parent[roots[pending]] != roots[pending]]
+    parent[nodes] = roots
+    return roots
 
 
 def _union(parent: np.ndarray, left: np.ndarray, right: np.ndarray) -> None:
-    """Merge the components of each pair (`parent` compressed before and after). Each round
-    hooks every larger root onto the smallest root it meets, so a root is always the smallest
-    node of its tree (parents only decrease: no cycles) and the number of roots drops every
-    round."""
+    """Merge the components of each pair. Each round hooks every larger root onto the smallest
+    root it meets, so a root is always the smallest node of its tree (parents only decrease:
+    no cycles) and the number of roots drops every round."""
     while left.size:
-        a, b = parent[left], parent[right]
+        a, b = _find(parent, left), _find(parent, right)
         differ = a != b
         a, b, left, right = a[differ], b[differ], left[differ], right[differ]
         np.minimum.at(parent, np.maximum(a, b), np.minimum(a, b))
-        _compress(parent)
 
 
 def connected_components(edges: Iterable[tuple[np.ndarray, np.ndarray]], nodes: int) -> np.ndarray:
     """Root of every node `0..nodes-1`, the smallest node of its component, from batches of
     (left, right) integer pairs. Why our own union-find: scipy's `connected_components` needs
     every edge in one sparse matrix (and scipy is no declared dependency), while this keeps
-    only the parent array and one batch, whatever the number of edges."""
-    parent = np.arange(nodes, dtype=np.int64)
+    only the parent array (int32 under 2**31 nodes), its scratch copy and one batch, whatever
+    the number of edges. Paths stay short with a full pointer-jumping pass once per `nodes`
+    edges, so the passes cost O(edges) in all."""
+    parent = np.arange(nodes, dtype=_id_type(nodes))
+    since = 0
     for left, right in edges:
-        _union(parent, np.asarray(left, np.int64), np.asarray(right, np.int64))
+        _union(parent, np.asarray(left, parent.dtype), np.asarray(right, parent.dtype))
+        since += len(left)
+        if since >= nodes:
+            _compress(parent)
+            since = 0
+    _compress(parent)
     return parent
 
 
 def _union_find(con: duckdb.DuckDBPyConnection, count: int) -> None:
-    """`_cc_parent(id, parent)` from the union-find over `_cc_ids`, streamed in batches."""
-    reader = con.sql("SELECT a, b FROM _cc_ids").to_arrow_reader(EDGE_BATCH)
-    roots = connected_components(
-        ((batch.column(0).to_numpy(), batch.column(1).to_numpy()) for batch in reader), count)
-    reader.close()
-    con.register("_cc_roots", pa.table({"id": np.arange(count, dtype=np.int64), "parent": roots}))
-    con.execute("CREATE TABLE _cc_parent AS SELECT * FROM _cc_roots")
-    con.unregister("_cc_roots")
+    """`_cc_parent(id, parent)` from the union-find over `_cc_ids`, streamed in batches, with
+    DuckDB's limit lowered by what the union-find holds (its cached blocks go to its file)."""
+    limit, rows = memory_limit_bytes(con), _batch_rows(count)
+    lowered = max(MIN_DUCKDB_MB << 20, limit - union_find_bytes(count))
+    con.execute(f"SET memory_limit = '{lowered}B'")
+    try:
+        reader = con.sql("SELECT a, b FROM _cc_ids").to_arrow_reader(rows)
+        roots = connected_components(
+            ((batch.column(0).to_numpy(), batch.column(1).to_numpy()) for batch in reader),
+            count)
+        reader.close()
+        # A chunk at a time: a whole (id, parent) table would take four times the roots.
+        con.execute("CREATE TABLE _cc_parent (id BIGINT, parent BIGINT)")
+        for start in range(0, count, rows):
+            chunk = roots[start:start + rows]
+            con.register("_cc_roots", pa.table({
+                "id": np.arange(start, start + len(chunk), dtype=np.int64), "parent": chunk}))
+            con.execute("INSERT INTO _cc_parent SELECT * FROM _cc_roots")
+            con.unregister("_cc_roots")
+    finally:
+        con.execute(f"SET memory_limit = '{limit}B'")
 
 
 # --- in DuckDB ------------------------------------------------------------------------------------

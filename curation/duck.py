@@ -36,6 +36,8 @@ SPILL_ENV = "CORPUS_SPILL_DIR"
 DEFAULT_MEMORY_GB = 2.0
 DEFAULT_THREADS = 2
 PROCESS_BASE_MB = 320
+MIN_DUCKDB_MB = 64
+"""The least `memory_limit` a session gets (on one thread below 128 MB)."""
 MIN_TASK_MEMORY_GB = 0.5
 """The least a resource setting may give one task: below it DuckDB sits at its 64 MB floor,
 where a hash join over millions of rows can abort the process instead of spilling."""
@@ -81,7 +83,7 @@ class MemoryBudget:
         `PROCESS_BASE_MB` (the interpreter and the libraries loaded, about 120 MiB measured, plus
         one stored part and the step's Arrow batches); at least 64 MiB."""
         total = self.memory_gb * 1024
-        megabytes = max(64, int(min(total * share, total - PROCESS_BASE_MB)))
+        megabytes = max(MIN_DUCKDB_MB, int(min(total * share, total - PROCESS_BASE_MB)))
         # Each DuckDB thread keeps its own hash-table and sort buffers: under about 128 MB, two
         # threads' buffers alone overflow the limit where one thread spills and finishes.
         threads = 1 if megabytes < 128 else self.threads

@@ -23,6 +23,7 @@ import importlib.util
 import json
 import math
 from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -30,6 +31,7 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+from threadpoolctl import threadpool_limits
 
 from curation.storage import file_sha256
 
@@ -297,7 +299,12 @@ class SentenceEncoder:
     def _forward(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         vectors = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         lengths = np.zeros(len(texts), dtype=np.int32)
-        for rows, (ids, mask) in self.batches(texts):
-            vectors[rows] = self.model(ids, mask)
-            lengths[rows] = mask.sum(1)
+        # BLAS sums in an order that depends on its thread count (OpenBLAS on an AMD EPYC: a
+        # float16 vector differed in its last bit between a pool worker on one thread and a
+        # process on two), so the numpy model runs on one: the same bytes whatever the
+        # workers or cores, and the tasks give the parallelism.
+        with threadpool_limits(1, user_api="blas") if self.backend == "numpy" else nullcontext():
+            for rows, (ids, mask) in self.batches(texts):
+                vectors[rows] = self.model(ids, mask)
+                lengths[rows] = mask.sum(1)
         return vectors, lengths

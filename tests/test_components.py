@@ -12,10 +12,11 @@ import pytest
 
 from curation.components import (
     ComponentsRun,
+    connected_components,
     connected_components_sql,
     in_memory,
 )
-from curation.duck import DuckDBSettings, MemoryBudget, duckdb_session
+from curation.duck import DuckDBSettings, MemoryBudget, duckdb_session, memory_limit_bytes
 
 LARGE = MemoryBudget(memory_gb=64)  # every test graph fits: the in-memory path
 TINY = MemoryBudget(memory_gb=1e-6)  # no graph fits: the SQL path
@@ -160,7 +161,37 @@ def test_low_memory_limit_completes(tmp_path: Path) -> None:
 
 def test_path_choice_follows_the_budget() -> None:
     assert in_memory(1_000, MemoryBudget(memory_gb=1))
-    assert not in_memory(10_000_000, MemoryBudget(memory_gb=1))  # 400 MB > 256 MB
+    # 4 bytes a node and a batch of 2M edges at 48 bytes: 496 MB < half of 1 GiB < 576 MB
+    assert in_memory(100_000_000, MemoryBudget(memory_gb=1))
+    assert not in_memory(120_000_000, MemoryBudget(memory_gb=1))
+
+
+@pytest.mark.parametrize("batch", [1, 7, 1_000])
+def test_union_find_over_many_small_batches(batch: int) -> None:
+    """Batches far smaller than the graph: roots are found by following the batch's own paths,
+    with a full compression pass only once per `nodes` edges, so trees deepen between passes."""
+    rng = np.random.default_rng(batch)
+    chain = shuffled_chain(3_000, seed=batch)
+    a = np.concatenate([chain["a"].to_numpy(), rng.integers(3_000, 6_000, 2_000)])
+    b = np.concatenate([chain["b"].to_numpy(), rng.integers(3_000, 6_000, 2_000)])
+    order = rng.permutation(a.size)
+    a, b = a[order], b[order]
+    roots = connected_components(
+        ((a[i:i + batch], b[i:i + batch]) for i in range(0, a.size, batch)), 6_000)
+    assert roots.dtype == np.int32  # the narrow ids under 2**31 nodes
+    expected = oracle(a, b)
+    assert {node: int(roots[node]) for node in expected} == expected
+    alone = np.setdiff1d(np.arange(6_000), np.concatenate([a, b]))
+    assert (roots[alone] == alone).all()
+
+
+def test_in_memory_path_gives_duckdb_its_limit_back(tmp_path: Path) -> None:
+    settings = DuckDBSettings("200MB", threads=1, temp_directory=str(tmp_path))
+    with duckdb_session(settings) as con:
+        before = memory_limit_bytes(con)
+        con.register("edge_input", shuffled_chain(10_000, seed=4))
+        run = connected_components_sql(con, "edge_input", "found", budget=LARGE)
+        assert run.rounds == 0 and abs(memory_limit_bytes(con) - before) < 1 << 20
 
 
 

@@ -31,7 +31,7 @@ from curation.duck import MemoryBudget
 
 pytestmark = pytest.mark.slow  # its fixture runs every global step on 200,000 documents
 
-LOW_GB = 0.01  # DuckDB's floor of 64 MB; the components' in-memory path up to ~65k nodes
+LOW_GB = 0.008  # DuckDB's floor of 64 MB; the components' in-memory path up to ~82k nodes
 HIGH_GB = 4.0
 # Half of the documents in families: ~100k nodes, over the low budget's in-memory limit.
 SPEC = Spec(documents=200_000, partitions=4, seed=3, duplicate_share=0.5, hot_fraction=0.0,
