@@ -7,11 +7,12 @@ session timed (wall and CPU seconds of this process), in one process under the b
 `--work` is a folder of `benchmarks/scale.py`: its data, and for the mix the clusters in its
 `out/` (`--steps planted_clusters,mix`, or `exact_keys,near_dup,mix`). `--step near_dup` first
 times its map and reduce rounds (the CPU of the whole process tree: the pool's workers too),
-then its connected components statement by statement. Prints the total and the statements
-with the most wall time; writes every statement's times to `<step>_profile.json` under
-`--work`. Compare two sizes by their statements' CPU seconds. `--step cross_components` times
-the connected components over the cross-partition index a `--steps cross_index` run left in
-`out/cross` (the index itself is not rebuilt).
+then its connected components statement by statement. Prints the total, each phase's peak RSS
+(the tree's, and this process's alone) and the statements with the most wall time; writes
+every statement's times to `<step>_profile.json` under `--work`. Compare two sizes by their
+statements' CPU seconds. `--step cross_components` times the connected components over the
+cross-partition index a `--steps cross_index` run left in `out/cross` (the index itself is
+not rebuilt).
 """
 
 from __future__ import annotations
@@ -59,12 +60,15 @@ class TimedConnection:
 
 
 class Phases:
-    """Wall and CPU seconds of consecutive phases, the CPU of this process's whole tree."""
+    """Wall and CPU seconds of consecutive phases, the CPU of this process's whole tree, and
+    each phase's peak RSS: of the tree, and of this process alone (without the workers)."""
 
     def __init__(self) -> None:
         self.sampler = TreeSampler(os.getpid(), SAMPLE_INTERVAL).start()
         self.times: dict[str, tuple[float, float]] = {}
+        self.peaks: dict[str, tuple[int, int]] = {}
         self._mark = self._now()
+        self._since = time.time()
 
     def _now(self) -> tuple[float, float]:
         self.sampler.sample()
@@ -73,7 +77,9 @@ class Phases:
     def end(self, phase: str) -> None:
         now = self._now()
         self.times[phase] = (now[0] - self._mark[0], now[1] - self._mark[1])
-        self._mark = now
+        window = [(tree, own) for at, tree, own in self.sampler.timeline if at >= self._since]
+        self.peaks[phase] = (max(tree for tree, _ in window), max(own for _, own in window))
+        self._mark, self._since = now, time.time()
 
 
 def _profile(step: str, data: Generated, out: Path, phases: Phases) -> list[Any]:
@@ -112,12 +118,15 @@ def main(argv: list[str] | None = None) -> int:
     cpu = sum(cpu_seconds for _, cpu_seconds in phases.times.values())
     print(f"total: {wall:.1f} s wall, {cpu:.1f} CPU s (process tree)")
     for phase, (seconds, cpu_seconds) in phases.times.items():
-        print(f"  {phase}: {seconds:.1f} s wall, {cpu_seconds:.1f} CPU s")
+        tree, own = (peak / 2**20 for peak in phases.peaks[phase])
+        print(f"  {phase}: {seconds:.1f} s wall, {cpu_seconds:.1f} CPU s, peak RSS {tree:,.0f} MiB"
+              f" (this process alone {own:,.0f})")
     print("\n| wall s | CPU s | statement |\n|---:|---:|---|")
     for seconds, cpu_seconds, sql in sorted(statements, reverse=True)[:args.top]:
         print(f"| {seconds:.1f} | {cpu_seconds:.1f} | {sql[:150]} |")
     (args.work / f"{args.step}_profile.json").write_text(json.dumps(
-        {"wall_s": wall, "cpu_s": cpu, "phases": phases.times, "statements": statements},
+        {"wall_s": wall, "cpu_s": cpu, "phases": phases.times, "peaks": phases.peaks,
+         "statements": statements},
         indent=1) + "\n")
     return 0
 
