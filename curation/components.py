@@ -4,8 +4,8 @@
 of its component. Nodes are first given dense BIGINT ids in node order (so the smallest id of a
 component is its smallest node), then:
 
-- few nodes (`nodes * NODE_BYTES` within `IN_MEMORY_SHARE` of the budget): a numpy union-find
-  over the id pairs streamed out of DuckDB in batches, O(nodes) memory;
+- few nodes (`union_find_bytes(nodes)`, 4 bytes a node and one batch, within `IN_MEMORY_SHARE`
+  of the budget): a numpy union-find over the id pairs streamed out of DuckDB in batches;
 - otherwise: rounds of min-hooking with pointer jumping run by DuckDB, which spills. Each round
   hooks every root that has a smaller neighbouring root onto the smallest one (the numpy
   union-find's rule, so both give one answer), compresses the hooked roots by pointer jumping,
@@ -42,9 +42,6 @@ from curation.duck import (
     write_hash_parts,
 )
 
-NODE_BYTES = 4
-"""What the in-memory path holds per node: the parent array, int32 under 2**31 nodes (int64,
-8 bytes, above). Everything else it allocates is a batch's or a chunk's."""
 BATCH_ROW_BYTES = 48
 """What it holds per edge of a batch (two int64 ids from DuckDB, their narrow copies, roots and
 masks), per node of a chunk being compressed (the gathered parents, numpy's int64 copy of them
@@ -96,9 +93,9 @@ def _batch_rows(nodes: int) -> int:
 
 
 def union_find_bytes(nodes: int) -> int:
-    """What the in-memory path holds for `nodes` nodes."""
-    per_node = NODE_BYTES * np.dtype(_id_type(nodes)).itemsize // 4
-    return nodes * per_node + _batch_rows(nodes) * BATCH_ROW_BYTES
+    """What the in-memory path holds for `nodes` nodes: the parent array (4 bytes a node under
+    2**31 nodes) and one batch or chunk."""
+    return nodes * np.dtype(_id_type(nodes)).itemsize + _batch_rows(nodes) * BATCH_ROW_BYTES
 
 
 def in_memory(nodes: int, budget: MemoryBudget) -> bool:
@@ -120,8 +117,7 @@ def _compress(parent: np.ndarray) -> None:
         for start in range(0, parent.size, EDGE_BATCH):
             chunk = parent[start:start + EDGE_BATCH]
             grand = parent[chunk]
-            if not changed and not np.array_equal(grand, chunk):
-                changed = True
+            changed = changed or not np.array_equal(grand, chunk)
             chunk[:] = grand
 
 
@@ -153,8 +149,8 @@ def connected_components(edges: Iterable[tuple[np.ndarray, np.ndarray]], nodes: 
     """Root of every node `0..nodes-1`, the smallest node of its component, from batches of
     (left, right) integer pairs. Why our own union-find: scipy's `connected_components` needs
     every edge in one sparse matrix (and scipy is no declared dependency), while this keeps
-    only the parent array (int32 under 2**31 nodes), its scratch copy and one batch, whatever
-    the number of edges. Paths stay short with a full pointer-jumping pass once per `nodes`
+    only the parent array (int32 under 2**31 nodes) and one batch, whatever the number of
+    edges. Paths stay short with a full pointer-jumping pass once per `nodes`
     edges, so the passes cost O(edges) in all."""
     parent = np.arange(nodes, dtype=_id_type(nodes))
     since = 0
