@@ -36,6 +36,7 @@ from curation.duck import (
     MIN_DUCKDB_MB,
     MemoryBudget,
     current_budget,
+    hash_part,
     memory_limit_bytes,
     part_count,
     scalar,
@@ -259,8 +260,8 @@ def _distinct(con: duckdb.DuckDBPyConnection, query: str, columns: list[str], ro
             reader.close()  # the stream's result is released before the next statement
         con.execute(f"CREATE TABLE {table} AS SELECT {names} FROM ({query}) LIMIT 0")
         for path in files:
-            con.execute(f"INSERT INTO {table} SELECT DISTINCT {names} FROM read_parquet(?)",
-                        [str(path)])
+            with hash_part(con, "_cc_part", path):
+                con.execute(f"INSERT INTO {table} SELECT DISTINCT {names} FROM _cc_part")
     return parts
 
 

@@ -26,7 +26,6 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from curation.partition import PartFile, PartitionLayout
 from curation.storage import ROW_GROUP_ROWS, LocalStore, Store, read_parquet, write_parquet_file
@@ -36,6 +35,9 @@ SPILL_ENV = "CORPUS_SPILL_DIR"
 DEFAULT_MEMORY_GB = 2.0
 DEFAULT_THREADS = 2
 PROCESS_BASE_MB = 320
+SLICE_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+"""Scratch Arrow IPC streams (hash parts, exchange slices): lz4, as the Parquet they replaced
+(uncompressed, the near duplicates' hash parts took 3.2x the disk at 10^7 documents)."""
 MIN_DUCKDB_MB = 64
 """The least `memory_limit` a session gets (on one thread below 128 MB)."""
 MIN_TASK_MEMORY_GB = 0.5
@@ -147,10 +149,16 @@ def part_count(con: duckdb.DuckDBPyConnection, rows: int, row_bytes: float, shar
 def write_hash_parts(reader: Iterable[pa.RecordBatch], parts: int, folder: Path,
                      distinct: Sequence[str] | None = None) -> list[Path]:
     """Stream the batches of `reader` (a `part` column in 0..parts-1 among its columns) into
-    one Parquet file per part under `folder`; with `distinct`, each batch's distinct rows of
-    those columns and `part` only (a star's centre, in many edges, is written once per batch).
-    Python holds one batch, so a statement reading one part groups a share of the rows."""
-    writers: dict[int, pq.ParquetWriter] = {}
+    one Arrow IPC stream per part under `folder` (loaded with `hash_part`); with `distinct`,
+    each batch's distinct rows of those columns and `part` only (a star's centre, in many
+    edges, is written once per batch). Python holds one batch, so a statement reading one part
+    groups a share of the rows.
+
+    Why IPC streams, not Parquet: a Parquet writer keeps every row group's metadata until it
+    closes, and each batch adds a row group to every part, so the writers held parts x batches
+    of it, which grows with the square of the input (838 MiB at 207 parts x 1,136 batches,
+    benchmarks/hash_parts.py). A stream keeps nothing of what it wrote."""
+    writers: dict[int, pa.ipc.RecordBatchStreamWriter] = {}
     try:
         for batch in reader:
             rows = pa.Table.from_batches([batch])
@@ -160,14 +168,40 @@ def write_hash_parts(reader: Iterable[pa.RecordBatch], parts: int, folder: Path,
             bounds = np.searchsorted(rows.column("part").to_numpy(), np.arange(parts + 1))
             for index in np.flatnonzero(np.diff(bounds)):
                 if index not in writers:
-                    writers[index] = pq.ParquetWriter(folder / f"part-{index}.parquet",
-                                                      rows.schema)
+                    writers[index] = pa.ipc.new_stream(str(folder / f"part-{index}.arrows"),
+                                                       rows.schema, options=SLICE_OPTIONS)
                 writers[index].write_table(rows.slice(bounds[index],
                                                       bounds[index + 1] - bounds[index]))
     finally:
         for writer in writers.values():
             writer.close()
-    return [folder / f"part-{index}.parquet" for index in sorted(writers)]
+    return [folder / f"part-{index}.arrows" for index in sorted(writers)]
+
+
+def register_stream(con: duckdb.DuckDBPyConnection, name: str,
+                    stream: pa.RecordBatchReader) -> None:
+    """Temporary table `name` of the batches of `stream`, read by one statement: Python holds
+    a batch, DuckDB the table within its limit (it spills a temporary table beyond it). A
+    table of the session's database file cost 0.6 CPU s to write for 3M band rows, a temporary
+    one 0.14; a view over memory-mapped Arrow was cheaper still, but its pages counted in the
+    process's memory beside DuckDB's limit."""
+    con.register("_incoming_stream", stream)
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM _incoming_stream")
+    finally:
+        con.unregister("_incoming_stream")
+
+
+@contextmanager
+def hash_part(con: duckdb.DuckDBPyConnection, name: str, path: Path) -> Iterator[str]:
+    """The part at `path` (`write_hash_parts`) as temporary table `name` for the block
+    (`register_stream`); dropped after."""
+    with pa.OSFile(str(path)) as source:
+        register_stream(con, name, pa.ipc.open_stream(source))
+    try:
+        yield name
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {name}")
 
 
 def default_settings() -> DuckDBSettings:

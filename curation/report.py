@@ -65,6 +65,7 @@ import re
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,7 @@ import pyarrow.compute as pc
 from curation.config import RecipeConfig
 from curation.duck import (
     duckdb_session,
+    hash_part,
     ident,
     literal,
     part_count,
@@ -275,24 +277,24 @@ def _domain_mix(con: duckdb.DuckDBPyConnection, store: Store, partitions: Sequen
     with tempfile.TemporaryDirectory(prefix="report-domains-", dir=spill) as folder:
         for path in _hash_parts(con, "domain_rows", scalar(con, "SELECT count(*) FROM mix"),
                                 Path(folder)):
-            rows = f"read_parquet({literal(str(path))})"
-            for domain, *figures in con.execute(f"""
-                    WITH a AS (SELECT doc_id, domain FROM {rows} WHERE k = 0),
-                         m AS (SELECT doc_id, selected FROM {rows} WHERE k = 1),
-                         o AS (SELECT doc_id, sum(tokens) AS tokens FROM {rows} WHERE k = 2
-                               GROUP BY 1)
-                    SELECT a.domain, count(*), count(*) FILTER (WHERE m.selected),
-                           coalesce(sum(o.tokens), 0)
-                    FROM a JOIN m USING (doc_id) LEFT JOIN o USING (doc_id)
-                    GROUP BY 1""").fetchall():
-                counts[domain] = [x + y for x, y in zip(counts.get(domain, [0, 0, 0]), figures,
-                                                        strict=True)]
-            pools.update({(phase, source, domain): tokens for phase, source, domain, tokens
-                          in con.execute(f"""
-                    SELECT o.phase, o.source, a.domain, sum(o.tokens)
-                    FROM (SELECT * FROM {rows} WHERE k = 2) o
-                    LEFT JOIN (SELECT doc_id, domain FROM {rows} WHERE k = 0) a USING (doc_id)
-                    GROUP BY ALL""").fetchall()})
+            with hash_part(con, "domain_part", path) as rows:
+                for domain, *figures in con.execute(f"""
+                        WITH a AS (SELECT doc_id, domain FROM {rows} WHERE k = 0),
+                             m AS (SELECT doc_id, selected FROM {rows} WHERE k = 1),
+                             o AS (SELECT doc_id, sum(tokens) AS tokens FROM {rows} WHERE k = 2
+                                   GROUP BY 1)
+                        SELECT a.domain, count(*), count(*) FILTER (WHERE m.selected),
+                               coalesce(sum(o.tokens), 0)
+                        FROM a JOIN m USING (doc_id) LEFT JOIN o USING (doc_id)
+                        GROUP BY 1""").fetchall():
+                    counts[domain] = [x + y for x, y in zip(counts.get(domain, [0, 0, 0]), figures,
+                                                            strict=True)]
+                pools.update({(phase, source, domain): tokens for phase, source, domain, tokens
+                              in con.execute(f"""
+                        SELECT o.phase, o.source, a.domain, sum(o.tokens)
+                        FROM (SELECT * FROM {rows} WHERE k = 2) o
+                        LEFT JOIN (SELECT doc_id, domain FROM {rows} WHERE k = 0) a USING (doc_id)
+                        GROUP BY ALL""").fetchall()})
     return _domain_rows(store, recipe, counts, pools)
 
 
@@ -514,11 +516,12 @@ def _frames(con: duckdb.DuckDBPyConnection, index: int, documents: int,
     with tempfile.TemporaryDirectory(prefix="report-", dir=spill) as folder:
         # No rows, no parts: the (empty) relation is grouped as it is.
         for path in _hash_parts(con, f"p{index}_rows", documents, Path(folder)) or [None]:
-            if path is not None:
-                con.execute(f"CREATE OR REPLACE VIEW p{index}_rows AS "
-                            f"SELECT * EXCLUDE (part) FROM read_parquet({literal(str(path))})")
-            for frame in _batches(con, query[0]):
-                yield _decode(frame, query[1])
+            with hash_part(con, f"p{index}_part", path) if path else nullcontext() as part:
+                if part:
+                    con.execute(f"CREATE OR REPLACE VIEW p{index}_rows AS "
+                                f"SELECT * EXCLUDE (part) FROM {part}")
+                for frame in _batches(con, query[0]):
+                    yield _decode(frame, query[1])
 
 
 def _batches(con: duckdb.DuckDBPyConnection, query: str) -> Iterator[pa.Table]:
@@ -861,19 +864,19 @@ def _cross_cluster_sizes(con: duckdb.DuckDBPyConnection, partitions: int,
 
         def in_recipe() -> Iterator[pa.RecordBatch]:  # one doc part's semi join at a time
             for path in doc_parts:
-                rows = f"read_parquet({literal(str(path))})"
-                reader = con.sql(
-                    f"SELECT cluster_id, hash(cluster_id) % {parts} AS part FROM {rows} "
-                    f"WHERE cluster_id IS NOT NULL AND doc_id IN (SELECT doc_id FROM {rows} "
-                    "WHERE cluster_id IS NULL)").to_arrow_reader(BATCH_ROWS)
-                yield from reader
-                reader.close()
+                with hash_part(con, "doc_part", path) as rows:
+                    reader = con.sql(
+                        f"SELECT cluster_id, hash(cluster_id) % {parts} AS part FROM {rows} "
+                        f"WHERE cluster_id IS NOT NULL AND doc_id IN (SELECT doc_id FROM {rows}"
+                        " WHERE cluster_id IS NULL)").to_arrow_reader(BATCH_ROWS)
+                    yield from reader
+                    reader.close()
 
         for path in write_hash_parts(in_recipe(), parts, by_cluster):
-            sizes.update(dict(con.execute(
-                f"SELECT size, count(*) FROM (SELECT count(*) AS size FROM "
-                f"read_parquet({literal(str(path))}) GROUP BY cluster_id) GROUP BY size")
-                .fetchall()))
+            with hash_part(con, "cluster_part", path) as rows:
+                sizes.update(dict(con.execute(
+                    f"SELECT size, count(*) FROM (SELECT count(*) AS size FROM {rows}"
+                    " GROUP BY cluster_id) GROUP BY size").fetchall()))
     return sizes
 
 
