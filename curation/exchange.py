@@ -2,13 +2,19 @@
 
 A step that groups rows by a key over a whole partition (line hashes, exact keys, LSH band
 values) runs as two rounds of tasks, each on the local pool or on Ray (`map_tasks`): map tasks,
-one per input part, write their rows split by the key's hash into `buckets` Parquet objects in
-the store (`Exchange.write`); reduce tasks, one per bucket, read their bucket's objects and
-group them in a DuckDB session under their share of the budget (`task_settings`). Every row of
-one key lands in the same bucket, so a bucket's result is final: no task ever holds more than
-one part or one bucket, and the buckets run on any node that can read the store. This is the
-shuffle of Spark and of datatrove's MinHash stages, over the store, with no scheduler of its
-own.
+one per input part, write their rows split by the key's hash into `buckets` slices of one
+object in the store (`Exchange.write`); reduce tasks, one per bucket, read their bucket's slice
+of every map task's object (`register_slices`) and group them in a DuckDB session under their
+share of the budget (`task_settings`). Every row of one key lands in the same bucket, so a
+bucket's result is final: no task ever holds more than one part or one bucket, and the buckets
+run on any node that can read the store. This is the shuffle of Spark and of datatrove's MinHash
+stages, over the store, with no scheduler of its own.
+
+One object a map task, each bucket a byte range of it, as Spark's sort shuffle writes one data
+file a map task with an index: an object a bucket made map tasks x buckets objects, which grows
+with the square of the input (455,000 at 10^8 documents; each cost 0.59 ms to write and reduce,
+benchmarks/exchange_objects.py), and on S3 as many PUTs. A slice is an Arrow IPC stream, so it
+is read on its own with a ranged GET and needs no footer.
 
 Which rows go to which bucket depends only on the key and the bucket count, never on the
 worker count or the engine, so results are the same for 1 or N workers, local or Ray.
@@ -18,19 +24,30 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curation.duck import DuckDBSettings, MemoryBudget, current_budget
+from curation.duck import (
+    SLICE_OPTIONS,
+    DuckDBSettings,
+    MemoryBudget,
+    current_budget,
+    register_parts,
+    register_stream,
+)
 from curation.storage import Store
 
 MAX_BUCKETS = 1024
-"""Map tasks x buckets objects are written; beyond this many buckets, the objects get small
-enough that per-object overhead (an S3 PUT, a Parquet footer) dominates."""
+"""Map tasks x buckets slices are written and read; beyond this many buckets, the slices get
+small enough that per-slice overhead (a ranged read, a DuckDB insert) dominates."""
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
@@ -78,39 +95,79 @@ def _megabytes(limit: str) -> int:
 
 
 @dataclass(frozen=True)
+class Slice:
+    """One bucket's rows from one map task: `length` bytes at `start` of the object `key`, an
+    Arrow IPC stream."""
+
+    key: str
+    start: int
+    length: int
+
+
+@dataclass(frozen=True)
 class Exchange:
-    """The objects of one exchange: under `prefix` in `store`, `buckets` of them per map
-    task."""
+    """The objects of one exchange: under `prefix` in `store`, one per map task, each in
+    `buckets` slices."""
 
     store: Store
     prefix: str
     buckets: int
 
-    def write(self, label: str, table: pa.Table, key: str | np.ndarray) -> dict[int, str]:
+    def write(self, label: str, table: pa.Table, key: str | np.ndarray) -> dict[int, Slice]:
         """`table`'s rows split by the bucket of a uint64 key (its column `key`, or an array
-        beside it that is not stored), one Parquet object per non-empty bucket, named by
-        `label` (unique per map task); returns bucket -> object key. Rows keep their order
-        within a bucket."""
+        beside it that is not stored), one slice per non-empty bucket of one object named by
+        `label` (unique per map task); returns bucket -> slice. Rows keep their order within a
+        bucket. The object is written to a local file first (lz4, as the Parquet objects
+        were), then stored: assembled in memory, it doubled a map task's memory."""
         ids = bucket_ids(key if isinstance(key, np.ndarray) else table[key].to_numpy(),
                          self.buckets)
         order = np.argsort(ids, kind="stable")
         bounds = np.searchsorted(ids[order], np.arange(self.buckets + 1))
         table = table.combine_chunks()  # `take` on many chunks resolves them on every call
-        written: dict[int, str] = {}
-        for bucket in range(self.buckets):
-            start, end = int(bounds[bucket]), int(bounds[bucket + 1])
-            if end > start:  # one bucket's copy at a time, not the whole table reordered
-                object_key = f"{self.prefix}/b{bucket:05d}/{label}.parquet"
-                self.store.write_bytes(object_key,
-                                       scratch_bytes(table.take(pa.array(order[start:end]))))
-                written[bucket] = object_key
+        object_key = f"{self.prefix}/{label}.arrows"
+        written: dict[int, Slice] = {}
+        with tempfile.NamedTemporaryFile(prefix="exchange-", suffix=".arrows",
+                                         dir=current_budget().spill_directory) as sink:
+            for bucket in np.flatnonzero(np.diff(bounds)):
+                start = sink.tell()  # one bucket's copy at a time, not the table reordered
+                rows = table.take(pa.array(order[bounds[bucket]:bounds[bucket + 1]]))
+                with pa.ipc.new_stream(sink, table.schema, options=SLICE_OPTIONS) as stream:
+                    stream.write_table(rows)
+                written[int(bucket)] = Slice(object_key, start, sink.tell() - start)
+            sink.flush()
+            if written:
+                self.store.write_file(object_key, Path(sink.name))
         return written
 
-    def gather(self, written: Iterable[dict[int, str]]) -> list[list[str]]:
-        """Per bucket, the object keys the map tasks wrote (`write`'s returns), in task
-        order."""
-        buckets: list[list[str]] = [[] for _ in range(self.buckets)]
-        for objects in written:
-            for bucket, object_key in objects.items():
-                buckets[bucket].append(object_key)
+    def gather(self, written: Iterable[dict[int, Slice]]) -> list[list[Slice]]:
+        """Per bucket, the slices the map tasks wrote (`write`'s returns), in task order."""
+        buckets: list[list[Slice]] = [[] for _ in range(self.buckets)]
+        for slices in written:
+            for bucket, piece in slices.items():
+                buckets[bucket].append(piece)
         return buckets
+
+
+def read_slice(store: Store, piece: Slice) -> pa.Table:
+    """The rows of one slice."""
+    return pa.ipc.open_stream(store.read_range(piece.key, piece.start, piece.length)).read_all()
+
+
+def register_slices(con: duckdb.DuckDBPyConnection, name: str, store: Store,
+                    slices: Sequence[Slice], columns: Sequence[str] | None = None,
+                    schema: pa.Schema | None = None) -> list[str]:
+    """Temporary table `name` of the rows of `slices` (only `columns`, when given), streamed
+    in (`register_stream`). Without slices, `schema` gives the empty relation its columns
+    (`register_parts`)."""
+    if not slices:
+        return register_parts(con, name, store, [], columns, schema)
+    first = read_slice(store, slices[0])
+    wanted = list(columns) if columns else first.column_names
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for table in chain([first], (read_slice(store, piece) for piece in slices[1:])):
+            yield from table.select(wanted).to_batches()
+
+    register_stream(con, name, pa.RecordBatchReader.from_batches(first.select(wanted).schema,
+                                                                 batches()))
+    return con.sql(f"SELECT * FROM {name} LIMIT 0").columns

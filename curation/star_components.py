@@ -45,7 +45,14 @@ from curation.duck import (
     register_parts,
     scalar,
 )
-from curation.exchange import Exchange, bucket_count, scratch_bytes, task_settings
+from curation.exchange import (
+    Exchange,
+    Slice,
+    bucket_count,
+    register_slices,
+    scratch_bytes,
+    task_settings,
+)
 from curation.executor import map_tasks, ray_address
 from curation.storage import Store
 
@@ -92,7 +99,7 @@ class ComponentsOutput:
         return len(self.changed)
 
 
-Written = list[dict[int, str]]  # what a task wrote: bucket -> object key, one dict a batch
+Written = list[dict[int, Slice]]  # what a task wrote: bucket -> slice, one dict a batch
 
 
 def on_tasks(mode: str, rows: int, budget: MemoryBudget | None = None) -> bool:
@@ -216,14 +223,14 @@ def components_sql(con: duckdb.DuckDBPyConnection, edges: str, result: str,
     return output.rounds
 
 
-def _tasks(current: list[list[str]]) -> list[tuple[int, list[str]]]:
-    return [(bucket, objects) for bucket, objects in enumerate(current) if objects]
+def _tasks(current: list[list[Slice]]) -> list[tuple[int, list[Slice]]]:
+    return [(bucket, slices) for bucket, slices in enumerate(current) if slices]
 
 
 @dataclass(frozen=True)
 class _Seed:
     """Map task: one edge object's pairs into the first step (`_Exchanges.seed`). Returns the
-    objects written to the step and to its side exchange of self-linked nodes."""
+    slices written to the step and to its side exchange of self-linked nodes."""
 
     exchanges: _Exchanges
     workers: int
@@ -240,17 +247,17 @@ class _Seed:
 @dataclass(frozen=True)
 class _Star:
     """Reduce task: one bucket's large-star (`large`) or small-star step; its output edges go
-    to `exchange`, both directions. Returns the objects written and how many nodes changed
+    to `exchange`, both directions. Returns the slices written and how many nodes changed
     their edges."""
 
     exchange: Exchange
     workers: int
     large: bool
 
-    def __call__(self, task: tuple[int, list[str]]) -> tuple[Written, int]:
-        bucket, objects = task
+    def __call__(self, task: tuple[int, list[Slice]]) -> tuple[Written, int]:
+        bucket, slices = task
         with duckdb_session(task_settings(self.workers)) as con:
-            register_parts(con, "edges", self.exchange.store, objects, schema=DIRECTED_SCHEMA)
+            register_slices(con, "edges", self.exchange.store, slices, schema=DIRECTED_SCHEMA)
             con.execute(_NEIGHBOURS)
             con.execute(_LARGE if self.large else _SMALL)
             changed = scalar(con, _LARGE_CHANGED if self.large else _SMALL_CHANGED)
@@ -267,11 +274,11 @@ class _Label:
     prefix: str
     workers: int
 
-    def __call__(self, task: tuple[int, list[str], list[str]]) -> str:
-        bucket, objects, loops = task
+    def __call__(self, task: tuple[int, list[Slice], list[Slice]]) -> str:
+        bucket, slices, loops = task
         with duckdb_session(task_settings(self.workers)) as con:
-            register_parts(con, "edges", self.store, objects, schema=DIRECTED_SCHEMA)
-            register_parts(con, "loops", self.store, loops, schema=DIRECTED_SCHEMA)
+            register_slices(con, "edges", self.store, slices, schema=DIRECTED_SCHEMA)
+            register_slices(con, "loops", self.store, loops, schema=DIRECTED_SCHEMA)
             table = con.sql("""
                 SELECT u AS node, min(root) AS root FROM (
                     SELECT u, least(u, v) AS root FROM edges UNION ALL SELECT u, u FROM loops)

@@ -205,6 +205,7 @@ class Store(Protocol):
     def uri(self, key: str) -> str: ...
     def exists(self, key: str) -> bool: ...
     def read_bytes(self, key: str) -> bytes: ...
+    def read_range(self, key: str, start: int, length: int) -> bytes: ...
     def write_bytes(self, key: str, data: bytes) -> None: ...
     def write_file(self, key: str, path: Path) -> None: ...
     def list(self, prefix: str) -> list[str]: ...
@@ -237,6 +238,11 @@ class LocalStore:
 
     def read_bytes(self, key: str) -> bytes:
         return self._path(key).read_bytes()
+
+    def read_range(self, key: str, start: int, length: int) -> bytes:
+        with open(self._path(key), "rb") as handle:
+            handle.seek(start)
+            return handle.read(length)
 
     @staticmethod
     def _write_temporary(path: Path, data: bytes | Iterable[bytes]) -> Path:
@@ -414,6 +420,11 @@ class S3Store:
         # The body is read inside the retried call: a connection dropped mid-body is retried.
         return self._call("GET", key, lambda: self.client.get_object(
             Bucket=self.bucket, Key=self._key(key))["Body"].read())
+
+    def read_range(self, key: str, start: int, length: int) -> bytes:
+        return self._call("GET", key, lambda: self.client.get_object(
+            Bucket=self.bucket, Key=self._key(key),
+            Range=f"bytes={start}-{start + length - 1}")["Body"].read())
 
     def write_bytes(self, key: str, data: bytes) -> None:
         self._call("PUT", key, lambda: self.client.put_object(

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from curation.duck import MemoryBudget
-from curation.exchange import MAX_BUCKETS, Exchange, bucket_count, bucket_ids
+from curation.exchange import (
+    MAX_BUCKETS,
+    Exchange,
+    bucket_count,
+    bucket_ids,
+    read_slice,
+    register_slices,
+)
 from curation.storage import LocalStore
 
 
@@ -22,14 +29,54 @@ def test_rows_land_in_one_bucket_by_key_and_keep_their_order(tmp_path: Path) -> 
     first = exchange.write("a", table, "key")
     second = exchange.write("b", table.drop_columns(["key"]), keys)  # a key beside the table
     buckets = exchange.gather([first, second])
-    assert len(buckets) == 8 and all(len(objects) == 2 for objects in buckets)
+    assert len(buckets) == 8 and all(len(slices) == 2 for slices in buckets)
     ids = bucket_ids(keys, 8)
     assert np.bincount(ids).min() > 0.8 * len(keys) / 8
     for bucket, (a, b) in enumerate(buckets):
-        rows = pq.read_table(store.uri(a))
+        rows = read_slice(store, a)
         assert rows["row"].to_pylist() == np.flatnonzero(ids == bucket).tolist()
-        assert pq.read_table(store.uri(b)).column_names == ["row"]
-        assert pq.read_table(store.uri(b))["row"].equals(rows["row"])
+        assert read_slice(store, b).column_names == ["row"]
+        assert read_slice(store, b)["row"].equals(rows["row"])
+
+
+def test_a_map_task_writes_one_object_whose_slices_tile_it(tmp_path: Path) -> None:
+    """Map tasks x buckets objects grew with the square of the input; now one a map task."""
+    store = LocalStore(str(tmp_path))
+    keys = np.arange(10_000, dtype=np.uint64)
+    exchange = Exchange(store, "x", 16)
+    slices = [exchange.write(label, pa.table({"key": keys}), "key") for label in ("a", "b")]
+    assert store.list("x") == ["x/a.arrows", "x/b.arrows"]
+    for label, written in zip(("a", "b"), slices, strict=True):
+        pieces = sorted(written.values(), key=lambda piece: piece.start)
+        assert {piece.key for piece in pieces} == {f"x/{label}.arrows"}
+        ends = [piece.start + piece.length for piece in pieces]
+        assert [piece.start for piece in pieces] == [0, *ends[:-1]]
+        assert ends[-1] == len(store.read_bytes(f"x/{label}.arrows"))
+    assert Exchange(store, "y", 4).write("empty", pa.table({"key": keys[:0]}), "key") == {}
+    assert store.list("y") == []
+
+
+def test_a_reduce_task_gets_its_buckets_rows_in_a_temporary_table(tmp_path: Path) -> None:
+    store = LocalStore(str(tmp_path))
+    exchange = Exchange(store, "x", 4)
+    rng = np.random.default_rng(0)
+    tables = [pa.table({"key": rng.integers(0, 1 << 62, 50_000).astype(np.uint64),
+                        "name": [f"d{i}" for i in range(50_000)]}) for _ in range(6)]
+    buckets = exchange.gather(exchange.write(f"m{i}", table, "key")
+                              for i, table in enumerate(tables))
+    every = pa.concat_tables(tables)
+    for bucket, slices in enumerate(buckets):
+        con = duckdb.connect()
+        assert register_slices(con, "rows", store, slices, columns=["name", "key"]) == \
+            ["name", "key"]
+        # in DuckDB's memory, spilled beyond its limit, not in its database file
+        assert con.sql("SELECT temporary FROM duckdb_tables() WHERE table_name = 'rows'"
+                       ).fetchall() == [(True,)]
+        got = con.sql("SELECT key, name FROM rows ORDER BY key").to_arrow_table()
+        want = every.filter(pa.array(bucket_ids(every["key"].to_numpy(), 4) == bucket))
+        assert got.equals(want.sort_by("key").select(["key", "name"]))
+    schema = pa.schema([("key", pa.uint64())])
+    assert register_slices(duckdb.connect(), "none", store, [], schema=schema) == ["key"]
 
 
 def test_bucket_count_fits_a_reduce_tasks_share() -> None:

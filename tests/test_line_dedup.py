@@ -136,7 +136,7 @@ def test_the_hash_round_sends_each_line_once_per_part_with_its_document_count(
 
 
 def test_send_lines_writes_one_exchange_row_per_distinct_line(tmp_path: Path) -> None:
-    from curation.exchange import Exchange
+    from curation.exchange import Exchange, read_slice
     from curation.stages.line_dedup import send_lines
 
     doc_ids = [f"d{i}" for i in range(1000)]
@@ -144,7 +144,7 @@ def test_send_lines_writes_one_exchange_row_per_distinct_line(tmp_path: Path) ->
                                       f"own line {_spelled(i)}" for i in range(1000)])
     store = LocalStore(str(tmp_path))
     sent = send_lines(lines, 0, Exchange(store, "x", 4), 5, "lines")
-    exchanged = pa.concat_tables(read_parquet(store, key) for key in sent.exchanged.values())
+    exchanged = pa.concat_tables(read_slice(store, piece) for piece in sent.exchanged.values())
     assert exchanged.num_rows == 1001  # the footer once, each own line once
     footer = exchanged.filter(pa.compute.equal(exchanged["documents"], 1000))
     assert footer.num_rows == 1

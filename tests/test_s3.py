@@ -9,6 +9,9 @@ import shutil
 from pathlib import Path
 
 import boto3
+import duckdb
+import numpy as np
+import pyarrow as pa
 import pytest
 from dagster import instance_for_test, materialize
 from dagster_aws.s3 import S3Resource
@@ -19,6 +22,7 @@ from corpus_assets.documents import documents
 from corpus_assets.main_job import main_run_config, run_main_jobs
 from corpus_assets.warc_files import warc_files
 from curation.config import load_pipeline
+from curation.exchange import Exchange, bucket_ids, register_slices
 from curation.partition import PartitionLayout
 from curation.storage import LocalStore, S3Settings, S3Store
 from partitions import RECIPE_PARTITIONS_NAME, SNAPSHOT_PARTITIONS_NAME
@@ -51,6 +55,23 @@ def test_s3_store_writes_whole_objects_and_lists_by_folder(s3) -> None:
     assert store.exists("a/_manifest.json") and not store.exists("a/missing")
     assert store.delete_prefix("a") == 2 and store.list("a") == []
     assert store.list("ab") == ["ab/part-00000.parquet"]
+
+
+def test_an_exchange_on_s3_reads_each_bucket_by_a_ranged_get(s3) -> None:
+    s3.get_client().create_bucket(Bucket="exchange-test")
+    store = S3Store("s3://exchange-test/root", s3.get_client)
+    keys = np.arange(1_000, dtype=np.uint64)
+    exchange = Exchange(store, "work/x", 4)
+    buckets = exchange.gather([exchange.write("m0", pa.table({"key": keys}), "key"),
+                               exchange.write("m1", pa.table({"key": keys + 1_000}), "key")])
+    assert store.list("work/x") == ["work/x/m0.arrows", "work/x/m1.arrows"]
+    assert store.read_range("work/x/m0.arrows", 2, 3) == store.read_bytes("work/x/m0.arrows")[2:5]
+    for bucket, slices in enumerate(buckets):
+        con = duckdb.connect()
+        register_slices(con, "rows", store, slices)
+        got = [key for (key,) in con.execute("SELECT key FROM rows ORDER BY key").fetchall()]
+        every = np.arange(2_000, dtype=np.uint64)
+        assert got == every[bucket_ids(every, 4) == bucket].tolist()
 
 
 def _upload_crawl(client, shared: Path) -> None:

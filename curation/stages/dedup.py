@@ -90,7 +90,7 @@ from curation.duck import (
     register_table,
     scalar,
 )
-from curation.exchange import Exchange, bucket_count, task_settings
+from curation.exchange import Exchange, Slice, bucket_count, register_slices, task_settings
 from curation.executor import map_tasks
 from curation.graph import (
     ALL,
@@ -264,7 +264,7 @@ _BAND_MIX = 0xD1B54A32D192ED03  # odd: band i's values are moved by i times it, 
 @dataclass(frozen=True)
 class _PartKeys:
     """Map task: one documents part's rows with a non-null exact key (its facts and `key`, the
-    `url_hash` or `text_hash`) into the exchange, split by key. Returns the objects written
+    `url_hash` or `text_hash`) into the exchange, split by key. Returns the slices written
     and the part's document count."""
 
     store: Store
@@ -272,7 +272,7 @@ class _PartKeys:
     exchange: Exchange
     key: str
 
-    def __call__(self, index: int) -> tuple[dict[int, str], int]:
+    def __call__(self, index: int) -> tuple[dict[int, Slice], int]:
         part, facts = read_facts(self.store, self.partition, index)
         keys = _key_hashes(part, self.key)
         rows = facts.append_column("key", keys).filter(pc.is_valid(keys))
@@ -304,10 +304,10 @@ class KeyBucket(_BucketTask):
     as one object. Returns its key and the bucket's clusters. Memory: the DuckDB share
     `task_settings(workers)`."""
 
-    def __call__(self, task: tuple[int, list[str]]) -> tuple[str, int]:
-        bucket, objects = task
+    def __call__(self, task: tuple[int, list[Slice]]) -> tuple[str, int]:
+        bucket, slices = task
         with duckdb_session(task_settings(self.workers)) as con, ResultFiles() as files:
-            register_parts(con, "facts", self.store, objects, schema=KEY_ROWS_SCHEMA)
+            register_slices(con, "facts", self.store, slices, schema=KEY_ROWS_SCHEMA)
             stats = key_clusters_sql(con, "facts", "key", "clusters")
             _rank(con, "clusters", "facts")
             return self._store(files, con, bucket, "SELECT * FROM decided", OUTPUT_SCHEMA), \
@@ -320,14 +320,14 @@ class _PartBands:
     nulls left out) into the exchange, split by a key mixing the band's number into the value,
     so one value in two bands lands in independent buckets. With a `verification`, the bands
     are the compact signature re-banded to its shape, and the signatures go to `signed`, keyed
-    by doc_id. Returns the objects written to each."""
+    by doc_id. Returns the slices written to each."""
 
     layout: PartitionLayout
     exchange: Exchange
     verification: Verification | None = None
     signed: Exchange | None = None
 
-    def __call__(self, index: int) -> tuple[dict[int, str], dict[int, str]]:
+    def __call__(self, index: int) -> tuple[dict[int, Slice], dict[int, Slice]]:
         part = self.layout.read_part(index)
         if self.verification is None or self.signed is None:
             return send_bands(part, f"{index:05d}", self.exchange), {}
@@ -345,7 +345,7 @@ def doc_keys(doc_ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
                        dtype=np.uint64, count=len(doc_ids))
 
 
-def send_bands(signatures: pa.Table, label: str, exchange: Exchange) -> dict[int, str]:
+def send_bands(signatures: pa.Table, label: str, exchange: Exchange) -> dict[int, Slice]:
     """`signatures`' band hashes (`doc_id`, `band_NN`) into `exchange` in long form: the map
     side of near-duplicate grouping, for `_PartBands` and the scale benchmark."""
     tables = []
@@ -376,11 +376,11 @@ class BandBucket(_BucketTask):
 
     max_bucket_size: int = 10_000
 
-    def __call__(self, task: tuple[int, list[str]]) -> tuple[str, ClusterStats]:
-        bucket, objects = task
+    def __call__(self, task: tuple[int, list[Slice]]) -> tuple[str, ClusterStats]:
+        bucket, slices = task
         with duckdb_session(task_settings(self.workers)) as con, ResultFiles() as files:
-            register_parts(con, "bands", self.store, objects,
-                           columns=BAND_ROWS_SCHEMA.names)
+            register_slices(con, "bands", self.store, slices,
+                            columns=BAND_ROWS_SCHEMA.names)
             stats = band_rows_edges_sql(con, "bands", self.max_bucket_size)
             return self._store(files, con, bucket, "SELECT * FROM edges", EDGE_SCHEMA), stats
 
@@ -388,7 +388,7 @@ class BandBucket(_BucketTask):
 @dataclass(frozen=True)
 class PairBucket:
     """Verification, round 1 (reduce of the band exchange): one bucket's candidate pairs
-    (`candidate_pairs_sql`) into the `pairs` exchange, keyed by `doc_id`. Returns the objects
+    (`candidate_pairs_sql`) into the `pairs` exchange, keyed by `doc_id`. Returns the slices
     written and the bucket's counts."""
 
     pairs: Exchange
@@ -396,11 +396,11 @@ class PairBucket:
     verification: Verification
     max_bucket_size: int = 10_000
 
-    def __call__(self, task: tuple[int, list[str]]) -> tuple[dict[int, str], ClusterStats]:
-        bucket, objects = task
+    def __call__(self, task: tuple[int, list[Slice]]) -> tuple[dict[int, Slice], ClusterStats]:
+        bucket, slices = task
         with duckdb_session(task_settings(self.workers)) as con:
-            register_parts(con, "bands", self.pairs.store, objects,
-                           columns=BAND_ROWS_SCHEMA.names)
+            register_slices(con, "bands", self.pairs.store, slices,
+                            columns=BAND_ROWS_SCHEMA.names)
             buckets, hot, capped, candidates = candidate_pairs_sql(
                 con, "bands", self.max_bucket_size, self.verification.window)
             pairs = con.sql("SELECT * FROM pairs").to_arrow_table().cast(PAIR_SCHEMA)
@@ -412,17 +412,17 @@ class PairBucket:
 class SignPairs:
     """Verification, round 2 (per doc_id bucket): the bucket's distinct candidate pairs with
     the signature of their `doc_id` (in the same bucket of `signed`), into the `signed_pairs`
-    exchange keyed by `other_doc_id`. Returns the objects written."""
+    exchange keyed by `other_doc_id`. Returns the slices written."""
 
     signed_pairs: Exchange
     workers: int
 
-    def __call__(self, task: tuple[int, list[str], list[str]]) -> dict[int, str]:
+    def __call__(self, task: tuple[int, list[Slice], list[Slice]]) -> dict[int, Slice]:
         bucket, pairs, signatures = task
         with duckdb_session(task_settings(self.workers)) as con:
-            register_parts(con, "pairs", self.signed_pairs.store, pairs, schema=PAIR_SCHEMA)
-            register_parts(con, "sigs", self.signed_pairs.store, signatures,
-                           schema=SIGNATURE_ROWS_SCHEMA)
+            register_slices(con, "pairs", self.signed_pairs.store, pairs, schema=PAIR_SCHEMA)
+            register_slices(con, "sigs", self.signed_pairs.store, signatures,
+                            schema=SIGNATURE_ROWS_SCHEMA)
             signed = con.sql("SELECT p.doc_id, p.other_doc_id, s.signature FROM (SELECT"
                              " DISTINCT * FROM pairs) p JOIN sigs s ON p.doc_id = s.doc_id"
                              ).to_arrow_table().cast(SIGNED_PAIR_SCHEMA)
@@ -437,11 +437,11 @@ class VerifyBucket(_BucketTask):
 
     threshold: float = 0.6
 
-    def __call__(self, task: tuple[int, list[str], list[str]]) -> str:
+    def __call__(self, task: tuple[int, list[Slice], list[Slice]]) -> str:
         bucket, pairs, signatures = task
         with duckdb_session(task_settings(self.workers)) as con, ResultFiles() as files:
-            register_parts(con, "pairs", self.store, pairs, schema=SIGNED_PAIR_SCHEMA)
-            register_parts(con, "sigs", self.store, signatures, schema=SIGNATURE_ROWS_SCHEMA)
+            register_slices(con, "pairs", self.store, pairs, schema=SIGNED_PAIR_SCHEMA)
+            register_slices(con, "sigs", self.store, signatures, schema=SIGNATURE_ROWS_SCHEMA)
             verify_pairs_sql(con, "SELECT p.doc_id, p.other_doc_id, p.signature AS a,"
                              " s.signature AS b FROM pairs p JOIN sigs s"
                              " ON p.other_doc_id = s.doc_id", self.threshold)
@@ -484,10 +484,10 @@ class ClusterWork:
     def _bucket_count(self, rows: int, row_bytes: int) -> int:
         return self.buckets or bucket_count(rows, row_bytes, workers=self.workers)
 
-    def _reduce(self, reduce: Callable[[tuple[int, list[str]]], Any], exchange: Exchange,
-                written: list[dict[int, str]]) -> list[Any]:
-        tasks = [(bucket, objects) for bucket, objects in enumerate(exchange.gather(written))
-                 if objects]
+    def _reduce(self, reduce: Callable[[tuple[int, list[Slice]]], Any], exchange: Exchange,
+                written: list[dict[int, Slice]]) -> list[Any]:
+        tasks = [(bucket, slices) for bucket, slices in enumerate(exchange.gather(written))
+                 if slices]
         reduced = map_tasks(reduce, tasks, self.workers)
         exchange.store.delete_prefix(exchange.prefix)  # read: its disk is free for what follows
         return reduced
@@ -499,7 +499,7 @@ class ClusterWork:
         mapped = map_tasks(_PartKeys(store, partition, exchange, _KEY_COLUMNS[self.stage]),
                            range(self.documents.task_count()), self.workers)
         reduced = self._reduce(KeyBucket(store, f"{work}/decided", self.workers), exchange,
-                               [objects for objects, _ in mapped])
+                               [slices for slices, _ in mapped])
         with duckdb_session() as con, ResultFiles() as local:
             register_parts(con, "decided", store, [key for key, _ in reduced],
                            schema=OUTPUT_SCHEMA)
@@ -538,8 +538,8 @@ class ClusterWork:
             register_parts(con, "facts", store, files.facts, schema=FACTS_SCHEMA)
             return _reduced(_decide(con, clusters, self.stage, local), len(stats))
 
-    def _verify(self, work: str, exchange: Exchange, written: list[dict[int, str]],
-                signed: Exchange, signatures: list[dict[int, str]],
+    def _verify(self, work: str, exchange: Exchange, written: list[dict[int, Slice]],
+                signed: Exchange, signatures: list[dict[int, Slice]],
                 verification: Verification) -> tuple[list[str], list[ClusterStats]]:
         """The band buckets' candidate pairs, verified in two more rounds keyed by doc_id (a
         pair meets its first document's signature, then its second's): the verified edges'
@@ -550,7 +550,7 @@ class ClusterWork:
         reduced = self._reduce(PairBucket(pairs, self.workers, verification,
                                           self.settings.max_bucket_size), exchange, written)
         by_doc = signed.gather(signatures)
-        first = pairs.gather([objects for objects, _ in reduced])
+        first = pairs.gather([slices for slices, _ in reduced])
         signed_pairs = Exchange(store, f"{work}/signed_pairs", signed.buckets)
         second = map_tasks(SignPairs(signed_pairs, self.workers),
                            [(b, first[b], by_doc[b]) for b in range(signed.buckets) if first[b]],

@@ -35,7 +35,14 @@ import pyarrow.compute as pc
 from curation.config import DedupSettings, stable_hash
 from curation.dedup import LINE_EDITS_ORDER, line_hash_table
 from curation.duck import ResultFiles, duckdb_session, literal, register_parts, scalar
-from curation.exchange import Exchange, bucket_count, scratch_bytes, task_settings
+from curation.exchange import (
+    Exchange,
+    Slice,
+    bucket_count,
+    register_slices,
+    scratch_bytes,
+    task_settings,
+)
 from curation.executor import map_tasks
 from curation.graph import LINE_DEDUP
 from curation.partition import PartitionLayout
@@ -49,7 +56,7 @@ KERNEL_VERSION = "line-dedup-2"
 LINES_PER_DOCUMENT = 16
 """For sizing the exchange when the first part has no documents: a mean of non-blank lines of
 at least `line_min_chars` per extracted web page, on the generous side (a bucket that outgrows
-its task's share spills; one that is too small only adds objects)."""
+its task's share spills; one that is too small only adds slices)."""
 EXCHANGE_ROW_BYTES = 32
 """What one exchanged row takes in a count task's DuckDB (hash, documents, part)."""
 
@@ -62,10 +69,10 @@ FREQUENT_SCHEMA = pa.schema([("line_hash", pa.uint64())])
 
 @dataclass(frozen=True)
 class HashedPart:
-    """What a hash task sends on: its exchange objects (bucket -> key), the key of its counted
+    """What a hash task sends on: its exchange slices (bucket -> slice), the key of its counted
     lines (`LINES_SCHEMA`), and its statistics."""
 
-    exchanged: dict[int, str]
+    exchanged: dict[int, Slice]
     lines_key: str
     lines: int
     documents: int
@@ -100,7 +107,7 @@ def send_lines(lines: pa.Table, part: int, exchange: Exchange, min_chars: int,
 def exchange_rows(source: LineSource, rows: int, min_chars: int) -> int:
     """The rows the hash round will send for `rows` documents, from the first part's rate
     (one part's hashing, so that the bucket count follows the data: too many buckets cost
-    map tasks x buckets objects, which dominated the round at 10^8 documents)."""
+    map tasks x buckets slices, which as objects dominated the round at 10^8 documents)."""
     lines = source(0)
     documents = len(pc.unique(lines["doc_id"]))
     if not documents:
@@ -148,13 +155,11 @@ class CountBucket:
     max_documents: int
     workers: int
 
-    def __call__(self, task: tuple[int, list[str]]) -> tuple[int, dict[int, str]]:
-        bucket, keys = task
+    def __call__(self, task: tuple[int, list[Slice]]) -> tuple[int, dict[int, str]]:
+        bucket, slices = task
         written: dict[int, str] = {}
         with duckdb_session(task_settings(self.workers)) as con:
-            register_parts(con, "exchanged", self.store, keys, schema=PART_COUNTS_SCHEMA)
-            # read once: both statements below scan it, and its objects are many and small
-            con.execute("CREATE TABLE part_counts AS SELECT * FROM exchanged")
+            register_slices(con, "part_counts", self.store, slices, schema=PART_COUNTS_SCHEMA)
             con.execute("CREATE TABLE frequent AS SELECT line_hash FROM part_counts"
                         " GROUP BY line_hash HAVING sum(documents) > ?", [self.max_documents])
             reader = con.sql(
@@ -241,8 +246,8 @@ def plan_line_edits(source: LineSource, parts: int, rows: int, prefix: str, stor
         sent, EXCHANGE_ROW_BYTES, workers=workers))
     hash_task = _HashTask(source, exchange, settings.line_min_chars, f"{prefix}/lines")
     hashed = map_tasks(hash_task, range(parts), workers)
-    filled = [(bucket, keys) for bucket, keys in enumerate(
-        exchange.gather(part.exchanged for part in hashed)) if keys]
+    filled = [(bucket, slices) for bucket, slices in enumerate(
+        exchange.gather(part.exchanged for part in hashed)) if slices]
     counted = map_tasks(CountBucket(store, prefix, settings.line_max_documents, workers),
                         filled, workers)
     store.delete_prefix(exchange.prefix)  # read: its disk is free for the edit round

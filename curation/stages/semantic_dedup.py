@@ -42,7 +42,7 @@ from curation.config import stable_hash
 from curation.dedup import ClusterStats
 from curation.duck import ResultFiles, duckdb_session, register_parts
 from curation.embeddings import DIMENSIONS
-from curation.exchange import Exchange, bucket_count, scratch_bytes
+from curation.exchange import Exchange, Slice, bucket_count, read_slice, scratch_bytes
 from curation.executor import map_tasks
 from curation.graph import DOCUMENTS, EMBEDDINGS, SEMANTIC_DEDUP
 from curation.partition import Manifest, PartitionLayout
@@ -56,7 +56,7 @@ from curation.semantic_dedup import (
 from curation.stages.base import DocumentsInput, write_skipped
 from curation.stages.dedup import OUTPUT_SCHEMA, decided_outputs, read_facts, work_area
 from curation.stages.embeddings import vector_matrix
-from curation.storage import Store, read_parquet
+from curation.storage import Store
 from curation.tasks import PartitionResult, PartitionRun, TaskOutput, run_partition
 
 DISABLED = "embeddings.enabled is false in pipeline.yaml: there are no vectors to compare"
@@ -88,14 +88,14 @@ class _SamplePart:
 @dataclass(frozen=True)
 class _AssignPart:
     """Map task: one part's vectors, each with its nearest centroid and its document's length,
-    into the exchange keyed by the centroid. Returns the objects written."""
+    into the exchange keyed by the centroid. Returns the slices written."""
 
     store: Store
     partition: str
     exchange: Exchange
     centroids: np.ndarray
 
-    def __call__(self, index: int) -> dict[int, str]:
+    def __call__(self, index: int) -> dict[int, Slice]:
         vectors = PartitionLayout(self.store, EMBEDDINGS, self.partition).read_part(
             index, columns=["doc_id", "embedding"])
         _, facts = read_facts(self.store, self.partition, index)
@@ -119,9 +119,9 @@ class _GroupBucket:
     prefix: str
     settings: SemanticDedupSettings
 
-    def __call__(self, task: tuple[int, list[str]]) -> tuple[str | None, int]:
-        bucket, objects = task
-        table = pa.concat_tables([read_parquet(self.store, key) for key in objects])
+    def __call__(self, task: tuple[int, list[Slice]]) -> tuple[str | None, int]:
+        bucket, slices = task
+        table = pa.concat_tables([read_slice(self.store, piece) for piece in slices])
         table = table.sort_by([("centroid", "ascending"), ("doc_id", "ascending")])
         doc_ids = np.asarray(table["doc_id"].to_pylist(), dtype=object)
         centroid = table["centroid"].to_numpy()
@@ -177,8 +177,8 @@ class SemanticWork:
                 rows, VECTOR_ROW_BYTES, workers=self.workers))
             written = map_tasks(_AssignPart(store, partition, exchange, centroids),
                                 range(len(parts)), self.workers)
-            tasks = [(bucket, objects) for bucket, objects in
-                     enumerate(exchange.gather(written)) if objects]
+            tasks = [(bucket, slices) for bucket, slices in
+                     enumerate(exchange.gather(written)) if slices]
             grouped = map_tasks(_GroupBucket(store, f"{work}/decided", self.settings), tasks,
                                 self.workers)
             store.delete_prefix(exchange.prefix)
