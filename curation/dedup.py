@@ -43,6 +43,7 @@ from curation.duck import (
     copy_to_parquet,
     current_budget,
     duckdb_session,
+    part_count,
     register_parts,
 )
 from curation.duck import ident as _ident
@@ -740,6 +741,11 @@ LINK_SCHEMA = pa.schema(
     ]
 )
 KEY_TYPES = {"url_hash": "url", "text_hash": "text"}
+KEY_RANGE_BYTES = 64
+"""The sizing allowance for one new key of a range (the key, its doc_id and a hash table's
+entry): an estimate, like `curation.components.ROW_BYTES`."""
+KEY_RANGE_SHARE = 0.25
+"""Of the session's limit, for one range's new keys: at 1 GB, 5 ranges of 12.5M keys."""
 """Key columns of `CrossIndex.add_partition`'s table and the `key_type` of their links; every
 `band_NN` column gives `minhash` links."""
 
@@ -869,14 +875,15 @@ class CrossIndex:
         previous = [self._path(f"keys/{column}", p) for p in earlier]
         previous = [p for p in previous if p.exists()]
         if previous:
-            old = ", ".join(_literal(str(p)) for p in previous)
-            con.execute(
-                f"INSERT INTO links SELECT n.doc_id, o.other, {key_type}, true"
-                f" FROM read_parquet({_literal(str(path))}) n JOIN (SELECT key, min(doc_id)"
-                f" AS other FROM read_parquet([{old}]) WHERE key IN"
-                f" (SELECT key FROM read_parquet({_literal(str(path))})) GROUP BY key) o"
-                " ON n.key = o.key"
-            )
+            new, old = _literal(str(path)), ", ".join(_literal(str(p)) for p in previous)
+            for within in _key_ranges(con, rows):
+                con.execute(
+                    f"INSERT INTO links SELECT n.doc_id, o.other, {key_type}, true FROM"
+                    f" (SELECT * FROM read_parquet({new}) WHERE {within}) n JOIN (SELECT key,"
+                    f" min(doc_id) AS other FROM read_parquet([{old}]) WHERE {within} AND key IN"
+                    f" (SELECT key FROM read_parquet({new}) WHERE {within}) GROUP BY key) o"
+                    " ON n.key = o.key"
+                )
         return rows
 
     def _index_band_keys(self, con: duckdb.DuckDBPyConnection, partition: str, column: str,
@@ -891,11 +898,14 @@ class CrossIndex:
         previous = [p for p in (self._path(f"keys/{column}", e) for e in earlier) if p.exists()]
         if previous:
             new, old = _literal(str(path)), ", ".join(_literal(str(p)) for p in previous)
-            con.execute(
-                f"INSERT INTO cross_candidates SELECT n.doc_id, o.doc_id FROM read_parquet({new})"
-                f" n JOIN (SELECT key, doc_id FROM read_parquet([{old}]) WHERE key IN (SELECT key"
-                f" FROM read_parquet({new})) QUALIFY row_number() OVER (PARTITION BY key ORDER"
-                f" BY doc_id) <= ?) o ON n.key = o.key", [self.verification.window])
+            for within in _key_ranges(con, rows):
+                con.execute(
+                    f"INSERT INTO cross_candidates SELECT n.doc_id, o.doc_id FROM (SELECT * FROM"
+                    f" read_parquet({new}) WHERE {within}) n JOIN (SELECT key, doc_id FROM"
+                    f" read_parquet([{old}]) WHERE {within} AND key IN (SELECT key FROM"
+                    f" read_parquet({new}) WHERE {within}) QUALIFY row_number() OVER (PARTITION"
+                    " BY key ORDER BY doc_id) <= ?) o ON n.key = o.key",
+                    [self.verification.window])
         return rows
 
     def _verified_links(self, con: duckdb.DuckDBPyConnection, partition: str,
@@ -951,6 +961,20 @@ class CrossIndex:
         """`clusters_sql`, sorted by `doc_id`."""
         with duckdb_session(self.settings) as con:
             return _fetch(con, "clusters", self.clusters_sql(con, "clusters"))
+
+
+def _key_ranges(con: duckdb.DuckDBPyConnection, rows: int) -> list[str]:
+    """Conditions on a uint64 `key` that split its values into equal ranges, enough that one
+    range of `rows` new keys takes `KEY_RANGE_SHARE` of the session's limit: a partition's
+    links to earlier partitions are joined a range at a time. The key files are sorted by key,
+    so a range's statement reads only its row groups of each; and a range's new keys are few
+    enough for DuckDB to push a Bloom filter of them into the scan of the earlier files, which
+    it did not for 12.5M keys at 10^8 documents (each of 87.5M earlier rows then probed the
+    join: 9.1 CPU s for one key column, 5.0 in ten ranges; benchmarks/results/scale.md)."""
+    count = part_count(con, rows, KEY_RANGE_BYTES, KEY_RANGE_SHARE)
+    starts = [index * (1 << 64) // count for index in range(count)]
+    return [f"key >= {start}::UBIGINT" + (f" AND key < {end}::UBIGINT" if end else "")
+            for start, end in zip(starts, [*starts[1:], None], strict=True)]
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -35,7 +35,7 @@ SPILL_ENV = "CORPUS_SPILL_DIR"
 DEFAULT_MEMORY_GB = 2.0
 DEFAULT_THREADS = 2
 PROCESS_BASE_MB = 320
-SLICE_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+SCRATCH_IPC = pa.ipc.IpcWriteOptions(compression="lz4")
 """Scratch Arrow IPC streams (hash parts, exchange slices): lz4, as the Parquet they replaced
 (uncompressed, the near duplicates' hash parts took 3.2x the disk at 10^7 documents)."""
 MIN_DUCKDB_MB = 64
@@ -97,6 +97,15 @@ def current_budget() -> MemoryBudget:
     memory = os.environ.get(MEMORY_ENV)
     return MemoryBudget(memory_gb=float(memory) if memory else DEFAULT_MEMORY_GB,
                         spill_directory=os.environ.get(SPILL_ENV) or None)
+
+
+def spill_folder() -> str | None:
+    """The current budget's spill folder, made if missing (a Ray node other than the
+    driver's may not have it yet); None: the system temporary folder."""
+    folder = current_budget().spill_directory
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def use_budget(memory_gb: float | None,
@@ -169,7 +178,7 @@ def write_hash_parts(reader: Iterable[pa.RecordBatch], parts: int, folder: Path,
             for index in np.flatnonzero(np.diff(bounds)):
                 if index not in writers:
                     writers[index] = pa.ipc.new_stream(str(folder / f"part-{index}.arrows"),
-                                                       rows.schema, options=SLICE_OPTIONS)
+                                                       rows.schema, options=SCRATCH_IPC)
                 writers[index].write_table(rows.slice(bounds[index],
                                                       bounds[index + 1] - bounds[index]))
     finally:

@@ -36,18 +36,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curation.duck import (
-    SLICE_OPTIONS,
+    SCRATCH_IPC,
     DuckDBSettings,
     MemoryBudget,
     current_budget,
     register_parts,
     register_stream,
+    spill_folder,
 )
 from curation.storage import Store
 
 MAX_BUCKETS = 1024
 """Map tasks x buckets slices are written and read; beyond this many buckets, the slices get
-small enough that per-slice overhead (a ranged read, a DuckDB insert) dominates."""
+small enough that per-slice overhead (a ranged read or GET, a stream's schema) dominates."""
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
@@ -127,11 +128,11 @@ class Exchange:
         object_key = f"{self.prefix}/{label}.arrows"
         written: dict[int, Slice] = {}
         with tempfile.NamedTemporaryFile(prefix="exchange-", suffix=".arrows",
-                                         dir=current_budget().spill_directory) as sink:
+                                         dir=spill_folder()) as sink:
             for bucket in np.flatnonzero(np.diff(bounds)):
                 start = sink.tell()  # one bucket's copy at a time, not the table reordered
                 rows = table.take(pa.array(order[bounds[bucket]:bounds[bucket + 1]]))
-                with pa.ipc.new_stream(sink, table.schema, options=SLICE_OPTIONS) as stream:
+                with pa.ipc.new_stream(sink, table.schema, options=SCRATCH_IPC) as stream:
                     stream.write_table(rows)
                 written[int(bucket)] = Slice(object_key, start, sink.tell() - start)
             sink.flush()

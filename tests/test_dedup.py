@@ -31,7 +31,7 @@ from curation.dedup import (
     text_hash,
     url_hash,
 )
-from curation.duck import MEMORY_ENV, SPILL_ENV, DuckDBSettings
+from curation.duck import MEMORY_ENV, SPILL_ENV, DuckDBSettings, duckdb_session
 from curation.graph import (
     ALL,
     CROSS_DEDUP,
@@ -435,6 +435,28 @@ def test_cross_index_incremental_equals_all_at_once(tmp_path: Path) -> None:
     for name in ["p2", "p1", "p0"]:
         other_order.add_partition(name, parts[name])
     assert other_order.clusters().table.equals(incremental)
+
+
+def test_links_across_partitions_are_the_same_joined_a_key_range_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 10^8 documents the join of a partition's keys with the earlier partitions' runs a
+    range of keys at a time (`_key_ranges`); any number of ranges gives the same links."""
+    parts = partition_keys(seed=17)
+    whole = CrossIndex(tmp_path / "one-range")
+    for name in ["p0", "p1", "p2"]:
+        whole.add_partition(name, parts[name])
+    monkeypatch.setattr(dedup, "KEY_RANGE_SHARE", 1e-6)  # a few hundred keys a range
+    ranged = CrossIndex(tmp_path / "ranges")
+    for name in ["p0", "p1", "p2"]:
+        ranged.add_partition(name, parts[name])
+    with duckdb_session() as con:
+        rows = parts["p2"].num_rows
+        assert len(dedup._key_ranges(con, rows)) > 5
+    for one, many in zip(whole.links(), ranged.links(), strict=True):
+        assert pq.read_table(one).equals(pq.read_table(many))
+    assert pq.read_table(whole.links()[-1], filters=[("cross_partition", "=", True)]).num_rows
+    assert ranged.clusters().table.equals(whole.clusters().table)
 
 
 def test_components_in_duckdb_give_the_same_clusters(

@@ -8,8 +8,9 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pytest
 
-from curation.duck import MemoryBudget
+from curation.duck import SPILL_ENV, MemoryBudget
 from curation.exchange import (
     MAX_BUCKETS,
     Exchange,
@@ -88,3 +89,15 @@ def test_bucket_count_fits_a_reduce_tasks_share() -> None:
     assert two == 32
     assert bucket_count(rows, 64, MemoryBudget(memory_gb=4), workers=2) < two
     assert bucket_count(rows * 1000, 64, one_gb) == MAX_BUCKETS
+
+
+def test_a_map_task_on_a_node_without_the_spill_folder_makes_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ray node other than the driver's may not have the spill folder the budget names."""
+    missing = tmp_path / "spill" / "on-this-node"
+    monkeypatch.setenv(SPILL_ENV, str(missing))
+    store = LocalStore(str(tmp_path / "store"))
+    written = Exchange(store, "x", 2).write("m0", pa.table({"key": np.arange(10, dtype=np.uint64)}),
+                                            "key")
+    assert missing.is_dir() and list(missing.iterdir()) == []  # the local copy is removed
+    assert sum(read_slice(store, piece).num_rows for piece in written.values()) == 10

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from benchmarks.near_dup_labels import LabelledSet, build
 from benchmarks.near_dup_recall import cross_partition_merged, merged_corpus, merged_pairs
+from curation import dedup
 from curation.config import DedupSettings
 from curation.dedup import CrossIndex
 
@@ -85,3 +86,13 @@ def test_a_verifying_index_refuses_bands_without_signatures(tmp_path: Path) -> N
     keys = pa.table({"doc_id": ["a", "b"], "band_00": pa.array([1, 1], pa.uint64())})
     with pytest.raises(ValueError, match="signature"):
         index.add_partition("p", keys)
+
+
+def test_verified_candidates_across_partitions_are_the_same_a_key_range_at_a_time(
+        labelled: LabelledSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verified index joins a partition's band keys with the earlier ones a range of keys
+    at a time at scale (`curation.dedup._key_ranges`): many ranges, the same merges."""
+    _, whole = cross_partition_merged(labelled, DedupSettings(), tmp_path / "one-range")
+    monkeypatch.setattr(dedup, "KEY_RANGE_SHARE", 1e-7)
+    _, ranged = cross_partition_merged(labelled, DedupSettings(), tmp_path / "ranges")
+    assert ranged == whole and any(whole)
