@@ -9,7 +9,7 @@ bucket read from the map tasks' slices against their objects (benchmarks/results
 The defaults are near duplicates' band exchange at 10^8 synthetic documents and 1 GB: 1,020
 map tasks (parts of 65,536 documents, 14 bands: about 1.37M band rows each), 446 buckets of
 about 3M rows. Map: `--sample-tasks` map tasks' rows written both ways to a local store (CPU
-seconds a map task, objects a map task). Reduce: one bucket's rows split over `--map-tasks`
+seconds, objects and MB a map task). Reduce: one bucket's rows split over `--map-tasks`
 pieces, each in its own object (a slice, or an object of the old layout), registered
 (`register_slices` / `register_parts`) and reduced as `BandBucket` does
 (`band_rows_edges_sql`, one thread, a 192 MB limit). Prints medians, and the whole round's
@@ -59,8 +59,8 @@ def write_objects(store: LocalStore, label: str, table: pa.Table, buckets: int) 
     return int(np.count_nonzero(np.diff(bounds)))
 
 
-def map_round(tables: list[pa.Table], buckets: int, layout: str) -> tuple[float, int]:
-    """CPU seconds a map task and objects a map task."""
+def map_round(tables: list[pa.Table], buckets: int, layout: str) -> tuple[float, int, float]:
+    """CPU seconds a map task, objects a map task and MB a map task."""
     with tempfile.TemporaryDirectory(prefix="exchange-map-") as folder:
         store = LocalStore(folder)
         start, objects = time.process_time(), 0
@@ -70,7 +70,9 @@ def map_round(tables: list[pa.Table], buckets: int, layout: str) -> tuple[float,
                 objects += 1
             else:
                 objects += write_objects(store, f"{number:05d}", table, buckets)
-        return (time.process_time() - start) / len(tables), objects // len(tables)
+        seconds = (time.process_time() - start) / len(tables)
+        size = sum(path.stat().st_size for path in Path(folder).rglob("*") if path.is_file())
+        return seconds, objects // len(tables), size / 1e6 / len(tables)
 
 
 def reduce_round(table: pa.Table, pieces: int, layout: str) -> tuple[float, int]:
@@ -112,17 +114,18 @@ def main() -> int:
     bucket = band_rows(args.bucket_rows)
     print(f"{args.map_tasks:,} map tasks of {map_rows:,} band rows, {args.buckets} buckets of"
           f" {args.bucket_rows:,}\n")
-    print("| layout | objects a map task | map CPU s a task | reduce CPU s a bucket | edges |"
-          " round CPU s (estimated) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| layout | objects a map task | MB a map task | map CPU s a task |"
+          " reduce CPU s a bucket | edges | round CPU s (estimated) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for layout in ("objects", "slices"):
         maps = [map_round(tables, args.buckets, layout) for _ in range(args.repeats)]
         reduces = [reduce_round(bucket, args.map_tasks, layout) for _ in range(args.repeats)]
-        mapped = statistics.median(seconds for seconds, _ in maps)
+        mapped = statistics.median(seconds for seconds, _, _ in maps)
         reduced = statistics.median(seconds for seconds, _ in reduces)
         name = "an object a bucket (before)" if layout == "objects" else "slices of one object"
-        print(f"| {name} | {maps[0][1]:,} | {mapped:.3f} | {reduced:.2f} | {reduces[0][1]:,} |"
-              f" {args.map_tasks * mapped + args.buckets * reduced:,.0f} |", flush=True)
+        print(f"| {name} | {maps[0][1]:,} | {maps[0][2]:.1f} | {mapped:.3f} | {reduced:.2f} |"
+              f" {reduces[0][1]:,} | {args.map_tasks * mapped + args.buckets * reduced:,.0f} |",
+              flush=True)
     return 0
 
 

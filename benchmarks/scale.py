@@ -253,6 +253,7 @@ def step_cross_index(data: Generated, out: Path) -> dict[str, Any]:
     from curation.dedup import CrossIndex
     from curation.duck import duckdb_session
 
+    shutil.rmtree(out / "cross", ignore_errors=True)  # an earlier run's index skips every partition
     index = CrossIndex(out / "cross")
     links = sum(index.index_partition(name, path) for name, path in
                 zip(data.spec.partition_names(), data.files(SIGNATURES), strict=True))

@@ -12,7 +12,9 @@ then its connected components statement by statement. Prints the total, each pha
 every statement's times to `<step>_profile.json` under `--work`. Compare two sizes by their
 statements' CPU seconds. `--step cross_components` times the connected components over the
 cross-partition index a `--steps cross_index` run left in `out/cross` (the index itself is
-not rebuilt).
+not rebuilt). `--step cross_last` indexes the last partition again, statement by statement,
+against the earlier ones of that index (a scratch index under `out/cross-last` whose earlier
+partitions' files are links to the run's; removed after).
 """
 
 from __future__ import annotations
@@ -20,10 +22,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
+from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -34,7 +41,8 @@ from benchmarks.scale import (  # noqa: E402
     _near_dup_edges,
     _spec_of,
 )
-from benchmarks.synthetic import Generated  # noqa: E402
+from benchmarks.synthetic import SIGNATURES, Generated  # noqa: E402
+from curation import dedup  # noqa: E402
 from curation.dedup import CrossIndex  # noqa: E402
 from curation.duck import MEMORY_ENV, SPILL_ENV, duckdb_session  # noqa: E402
 
@@ -82,6 +90,28 @@ class Phases:
         self._mark, self._since = now, time.time()
 
 
+def _cross_last(data: Generated, out: Path, timed: TimedConnection) -> None:
+    """The last partition indexed again in `timed` (`--step cross_last`)."""
+    source, scratch = out / "cross", out / "cross-last"
+    names = data.spec.partition_names()
+    shutil.rmtree(scratch, ignore_errors=True)
+    for earlier in names[:-1]:
+        for path in source.rglob(f"{quote(earlier, safe='')}.*"):
+            link = scratch / path.relative_to(source)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(path)
+
+    @contextmanager
+    def session(*_: Any, **__: Any) -> Iterator[TimedConnection]:
+        yield timed
+
+    try:
+        with patch.object(dedup, "duckdb_session", session):
+            CrossIndex(scratch).index_partition(names[-1], data.files(SIGNATURES)[-1])
+    finally:
+        shutil.rmtree(scratch)
+
+
 def _profile(step: str, data: Generated, out: Path, phases: Phases) -> list[Any]:
     """Run `step` with its session timed; the statements' times."""
     with duckdb_session() as con:
@@ -90,6 +120,8 @@ def _profile(step: str, data: Generated, out: Path, phases: Phases) -> list[Any]
             _mix_session(data, out, timed)
         elif step == "cross_components":
             CrossIndex(out / "cross").clusters_sql(timed, "clusters")
+        elif step == "cross_last":
+            _cross_last(data, out, timed)
         else:
             store, reduced = _near_dup_edges(data, out)
             phases.end("map and reduce")
@@ -101,7 +133,8 @@ def _profile(step: str, data: Generated, out: Path, phases: Phases) -> list[Any]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--step", choices=("mix", "near_dup", "cross_components"), default="mix")
+    parser.add_argument("--step", choices=("mix", "near_dup", "cross_components", "cross_last"),
+                        default="mix")
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--memory-gb", type=float, default=1.0)
     parser.add_argument("--top", type=int, default=25)
