@@ -23,7 +23,7 @@ import importlib.util
 import json
 import math
 from collections.abc import Iterator, Sequence
-from contextlib import nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -301,10 +301,28 @@ class SentenceEncoder:
         lengths = np.zeros(len(texts), dtype=np.int32)
         # BLAS sums in an order that depends on its thread count (OpenBLAS on an AMD EPYC: a
         # float16 vector differed in its last bit between a pool worker on one thread and a
-        # process on two), so the numpy model runs on one: the same bytes whatever the
-        # workers or cores, and the tasks give the parallelism.
-        with threadpool_limits(1, user_api="blas") if self.backend == "numpy" else nullcontext():
+        # process on two), so a CPU model runs on one: the same bytes whatever the workers or
+        # cores, and the tasks give the parallelism. (Torch's CPU bytes did not differ there,
+        # 1 against 2 threads; it is pinned all the same, as other CPUs' kernels may.)
+        with self._one_cpu_thread():
             for rows, (ids, mask) in self.batches(texts):
                 vectors[rows] = self.model(ids, mask)
                 lengths[rows] = mask.sum(1)
         return vectors, lengths
+
+    @contextmanager
+    def _one_cpu_thread(self) -> Iterator[None]:
+        if self.backend == "numpy":
+            with threadpool_limits(1, user_api="blas"):
+                yield
+        elif self.device == "cpu":
+            import torch
+
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                yield
+            finally:
+                torch.set_num_threads(threads)
+        else:
+            yield

@@ -88,6 +88,25 @@ def test_numpy_and_torch_compute_the_same_vectors(questions, articles) -> None:
     assert np.abs(on_numpy - on_torch).max() < 1e-4
 
 
+def test_torch_on_cpu_gives_the_same_bytes_whatever_the_threads_it_is_given(
+        questions, articles) -> None:
+    """A CPU model's sums could depend on its thread count (the numpy one's did), so the model
+    runs on one thread: a caller's torch setting changes neither the bytes nor, after, itself."""
+    torch = pytest.importorskip("torch")
+    texts = questions[:16] + articles[:8]
+    model = encoder("torch", max_tokens=128, batch_size=8)
+    threads = torch.get_num_threads()
+    try:
+        by_threads = []
+        for count in (1, 2):
+            torch.set_num_threads(count)
+            by_threads.append(model.encode(texts).tobytes())
+            assert torch.get_num_threads() == count
+    finally:
+        torch.set_num_threads(threads)
+    assert by_threads[0] == by_threads[1]
+
+
 def test_the_same_texts_give_the_same_bytes_and_batches_move_only_rounding(questions) -> None:
     texts = questions[:12] + ["", "x", "Short."]
     once = encoder(max_tokens=64, batch_size=4).encode(texts)
