@@ -1,6 +1,6 @@
 """The hash partitioning of `curation.duck.write_hash_parts` (Arrow IPC streams) against the
 Parquet writers it replaced, at the shape of near duplicates' distinct edges at 10^8 documents
-(benchmarks/results/scale.md, "Hash parts without the writers' metadata").
+(benchmarks/results/scale.md, "Hash parts and exchange slices").
 
     .venv/bin/python benchmarks/hash_parts.py [--parts 207] [--batches 1136]
 

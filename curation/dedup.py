@@ -745,7 +745,8 @@ KEY_RANGE_BYTES = 64
 """The sizing allowance for one new key of a range (the key, its doc_id and a hash table's
 entry): an estimate, like `curation.components.ROW_BYTES`."""
 KEY_RANGE_SHARE = 0.25
-"""Of the session's limit, for one range's new keys: at 1 GB, 5 ranges of 12.5M keys."""
+"""Of the session's limit, for one range's new keys: at a 1 GB budget (704 MB for DuckDB),
+12.5M keys make 5 ranges by this rule."""
 """Key columns of `CrossIndex.add_partition`'s table and the `key_type` of their links; every
 `band_NN` column gives `minhash` links."""
 
@@ -872,18 +873,10 @@ class CrossIndex:
             " ORDER BY key, doc_id",
             path,
         )
-        previous = [self._path(f"keys/{column}", p) for p in earlier]
-        previous = [p for p in previous if p.exists()]
-        if previous:
-            new, old = _literal(str(path)), ", ".join(_literal(str(p)) for p in previous)
-            for within in _key_ranges(con, rows):
-                con.execute(
-                    f"INSERT INTO links SELECT n.doc_id, o.other, {key_type}, true FROM"
-                    f" (SELECT * FROM read_parquet({new}) WHERE {within}) n JOIN (SELECT key,"
-                    f" min(doc_id) AS other FROM read_parquet([{old}]) WHERE {within} AND key IN"
-                    f" (SELECT key FROM read_parquet({new}) WHERE {within}) GROUP BY key) o"
-                    " ON n.key = o.key"
-                )
+        for new_rows, old_rows in self._ranges_with_earlier(con, column, path, rows, earlier):
+            con.execute(f"INSERT INTO links SELECT n.doc_id, o.other, {key_type}, true FROM"
+                        f" {new_rows} n JOIN (SELECT key, min(doc_id) AS other FROM {old_rows}"
+                        " GROUP BY key) o ON n.key = o.key")
         return rows
 
     def _index_band_keys(self, con: duckdb.DuckDBPyConnection, partition: str, column: str,
@@ -895,18 +888,26 @@ class CrossIndex:
         path = self._path(f"keys/{column}", partition)
         rows = copy_to_parquet(con, f"SELECT {key} AS key, doc_id FROM src WHERE {key} IS NOT"
                                " NULL ORDER BY key, doc_id", path)
-        previous = [p for p in (self._path(f"keys/{column}", e) for e in earlier) if p.exists()]
-        if previous:
-            new, old = _literal(str(path)), ", ".join(_literal(str(p)) for p in previous)
-            for within in _key_ranges(con, rows):
-                con.execute(
-                    f"INSERT INTO cross_candidates SELECT n.doc_id, o.doc_id FROM (SELECT * FROM"
-                    f" read_parquet({new}) WHERE {within}) n JOIN (SELECT key, doc_id FROM"
-                    f" read_parquet([{old}]) WHERE {within} AND key IN (SELECT key FROM"
-                    f" read_parquet({new}) WHERE {within}) QUALIFY row_number() OVER (PARTITION"
-                    " BY key ORDER BY doc_id) <= ?) o ON n.key = o.key",
-                    [self.verification.window])
+        for new_rows, old_rows in self._ranges_with_earlier(con, column, path, rows, earlier):
+            con.execute(f"INSERT INTO cross_candidates SELECT n.doc_id, o.doc_id FROM {new_rows}"
+                        f" n JOIN (SELECT key, doc_id FROM {old_rows} QUALIFY row_number() OVER"
+                        " (PARTITION BY key ORDER BY doc_id) <= ?) o ON n.key = o.key",
+                        [self.verification.window])
         return rows
+
+    def _ranges_with_earlier(self, con: duckdb.DuckDBPyConnection, column: str, path: Path,
+                             rows: int, earlier: list[str]) -> list[tuple[str, str]]:
+        """Per key range (`_key_ranges`), two relations: the rows of the new key file at
+        `path` (`rows` of them), and the earlier partitions' rows of the keys it holds; none
+        when no earlier partition has a key file for `column`."""
+        previous = [p for p in (self._path(f"keys/{column}", e) for e in earlier) if p.exists()]
+        if not previous:
+            return []
+        new, old = _literal(str(path)), ", ".join(_literal(str(p)) for p in previous)
+        return [(f"(SELECT * FROM read_parquet({new}) WHERE {within})",
+                 f"(SELECT * FROM read_parquet([{old}]) WHERE {within} AND key IN"
+                 f" (SELECT key FROM read_parquet({new}) WHERE {within}))")
+                for within in _key_ranges(con, rows)]
 
     def _verified_links(self, con: duckdb.DuckDBPyConnection, partition: str,
                         bands: list[str], earlier: list[str]) -> None:

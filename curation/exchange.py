@@ -84,9 +84,10 @@ def task_settings(workers: int, budget: MemoryBudget | None = None) -> DuckDBSet
 
 
 def scratch_bytes(table: pa.Table) -> bytes:
-    """Parquet for a scratch object (the exchange's, a reduce task's), read once and deleted:
-    lz4 and no dictionaries (keys and doc_ids rarely repeat within a bucket), 2.5x faster to
-    write than the stored layout's zstd with dictionaries, and smaller for these columns."""
+    """Parquet for a scratch object (a reduce task's result, a part's stored lines), read once
+    and deleted: lz4 and no dictionaries (keys and doc_ids rarely repeat within a bucket), 2.5x
+    faster to write than the stored layout's zstd with dictionaries, and smaller for these
+    columns."""
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="lz4", use_dictionary=False)
     return sink.getvalue()
